@@ -1,0 +1,112 @@
+/* backend.h: the engine vtable (ggml-backend style) every engine implements: the reference, the GPU
+ * engine and external plugins. The split of forward_mha (prefill, naive form) and forward_mqa (decode,
+ * absorbed form over the paged latent cache) mirrors vLLM's MLA layer.
+ *
+ * Lifecycle: new -> load(model, opts) -> { reset | forward_mha | forward_mqa -> read_tap* }* -> free.
+ * Taps hold the values of the last forward call only. */
+#ifndef MLA_BACKEND_H
+#define MLA_BACKEND_H
+
+#include "mla/model.h"
+#include "mla/taps.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_BACKEND_ABI_VERSION 1
+
+/* Features an engine may or may not support; supports() answers 0 (no) or 1 (yes). */
+typedef enum {
+    MLA_FEAT_PROFILE_FP64 = 0, /* + profile: MLA_FEAT_PROFILE_FP64 + MLA_PROFILE_x */
+    MLA_FEAT_PROFILE_BF16,
+    MLA_FEAT_PROFILE_FP8KV,
+    MLA_FEAT_PROFILE_FP8DS,
+    MLA_FEAT_PROFILE_FP8W,
+    MLA_FEAT_PREFILL_WITH_CONTEXT, /* forward_mha over already cached tokens */
+    MLA_FEAT_MULTI_TOKEN_DECODE,   /* forward_mqa with s_q > 1 */
+    MLA_FEAT_TAPS_INTERNAL,        /* q_nope, q_pe, kv_c, k_pe, q_absorbed, attn_core, lse */
+    MLA_FEAT_FP8_E4M3FNUZ,
+    MLA_FEAT_FAULTS,               /* honours mla_run_opts.faults */
+    MLA_FEAT_COUNT
+} mla_feature;
+
+/* Deliberate faults, for proving the harness catches them. X(enum bit, name, what it breaks) */
+#define MLA_FAULT_LIST(X)                                                                  \
+    X(MLA_FAULT_ROPE_PAIRING, "rope-pairing", "RoPE on half-split pairs instead of interleaved") \
+    X(MLA_FAULT_CAUSAL_OFF_BY_ONE, "causal-off-by-one", "causal mask lets a query see the next key") \
+    X(MLA_FAULT_NO_MSCALE, "no-mscale", "softmax scale without the YaRN mscale^2")          \
+    X(MLA_FAULT_FP8_Q_SATURATION, "fp8-q-saturation", "decode query clamped to the e4m3 range at scale 1/16") \
+    X(MLA_FAULT_ROUTED_SCALING, "routed-scaling", "routed_scaling_factor not applied")     \
+    X(MLA_FAULT_LSE_BF16, "lse-bf16", "log-sum-exp rounded to bf16 before merging")
+
+typedef enum {
+#define MLA_FAULT_ENUM(e, n, d) e##_BIT,
+    MLA_FAULT_LIST(MLA_FAULT_ENUM)
+#undef MLA_FAULT_ENUM
+        MLA_FAULT_COUNT
+} mla_fault_bit;
+#define MLA_FAULT(e) (1u << (e##_BIT))
+const char *mla_fault_name(int bit);
+int mla_fault_from_name(const char *name, unsigned *mask); /* adds the bit; 0 ok, -1 unknown */
+
+typedef enum { MLA_FP8_FN = 0, MLA_FP8_FNUZ = 1 } mla_fp8_kind;
+
+typedef struct mla_run_opts {
+    mla_profile profile;
+    int block_size;       /* paged cache block (page) size in tokens; 64 by default */
+    int max_seqs;         /* cache slots */
+    int max_seq_len;      /* tokens per sequence the cache must hold */
+    mla_fp8_kind fp8_kind;
+    double kv_scale;      /* fp8kv per-tensor scale (vLLM k_scale); 0 = 1.0 */
+    int fp8_query;        /* fp8kv: quantize the absorbed decode query to e4m3 (scale q_scale) */
+    double q_scale;       /* 0 = 1.0 */
+    int kv_splits;        /* GPU decode: KV splits; 0 = engine's choice */
+    int shuffle_blocks;   /* 1: block tables are a seeded permutation of the pool (not identity) */
+    unsigned faults;      /* MLA_FAULT(...) bits */
+    unsigned seed;
+} mla_run_opts;
+
+void mla_run_opts_default(mla_run_opts *o);
+
+/* A batch of sequences, each with n_new new tokens at positions n_past .. n_past+n_new-1.
+ * Tokens (and every tap row) are concatenated sequence after sequence. */
+typedef struct mla_batch {
+    int n_seqs;
+    const int32_t *seq_ids; /* [n_seqs] cache slot of each sequence, < max_seqs */
+    const int32_t *n_past;  /* [n_seqs] tokens already cached for that sequence */
+    const int32_t *n_new;   /* [n_seqs] new tokens (s_q) */
+    const int32_t *tokens;  /* [sum n_new] */
+} mla_batch;
+
+int64_t mla_batch_tokens(const mla_batch *b);
+
+typedef struct mla_backend_ops {
+    uint32_t abi_version; /* MLA_BACKEND_ABI_VERSION */
+    const char *name;
+    /* Create a context. */
+    mla_status (*create)(void **ctx);
+    int (*supports)(void *ctx, mla_feature f);
+    /* The model stays owned by the caller and outlives the context. */
+    mla_status (*load)(void *ctx, mla_model *model, const mla_run_opts *opts);
+    /* Drop every cached token of every sequence. */
+    mla_status (*reset)(void *ctx);
+    /* Prefill, naive (MHA) form: new tokens attend to cached context + themselves (causal). */
+    mla_status (*forward_mha)(void *ctx, const mla_batch *b);
+    /* Decode, absorbed (MQA) form over the paged latent cache; s_q >= 1, causal within the step. */
+    mla_status (*forward_mqa)(void *ctx, const mla_batch *b);
+    /* A new tensor (caller frees) with the tap of the last forward call, rows in batch order.
+     * layer is ignored for global taps. MLA_ERR_UNSUPPORTED if the engine does not record it. */
+    mla_status (*read_tap)(void *ctx, int layer, mla_tap tap, mla_tensor **out);
+    /* The cached latent rows [n_past+n_new, C+R] of one sequence, dequantized to f64 (may be NULL). */
+    mla_status (*read_kv)(void *ctx, int layer, int seq_id, mla_tensor **out);
+    void (*destroy)(void *ctx);
+} mla_backend_ops;
+
+/* The reference engine. */
+const mla_backend_ops *mla_ref_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
