@@ -113,6 +113,10 @@ mla_status mla_model_write_hf(mla_model *m, const char *dir, mla_dtype dtype, si
 /* The expected shape of a named tensor under the config; 0 ok, -1 name unknown. */
 int mla_config_tensor_shape(const mla_config *c, const char *hf_name, int *ndim, int64_t *shape);
 
+/* Config of a named model without weights: the real deepseek-v3, deepseek-v2-lite, kimi-k2
+ * (mla-spec.md §a.2) and the built-ins by their names. MLA_ERR_NOT_FOUND if unknown. */
+mla_status mla_config_preset(const char *name, mla_config *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #define MLA_QUANT_H
 
 #include "mla/dtype.h"
+#include "mla/mla.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,17 @@ void mla_block_dequant(const uint8_t *code, const float *scale_inv, int64_t rows
  * x[rows, cols] -> code[rows, cols], scale[rows, ceil(cols/group)]. */
 void mla_act_quant(const float *x, int64_t rows, int64_t cols, int group, int ue8m0, uint8_t *code,
                    float *scale);
+
+/* fp8_ds_mla rows for any latent/rope width (the tiny built-in models use 256/16):
+ * [nope e4m3fn codes | ceil(nope/128) fp32 tile scales (the last tile may be partial) |
+ *  rope bf16], little-endian. The 656-byte functions above are these with 512/64. */
+size_t mla_ds_row_bytes(int nope, int rope);
+/* c_kv[nope], k_pe[rope] -> row[mla_ds_row_bytes(nope, rope)]. MLA_ERR_INVALID on nope < 1,
+ * rope < 0 or a NULL pointer (row untouched). */
+mla_status mla_ds_row_pack_n(int nope, int rope, const float *c_kv, const float *k_pe,
+                             mla_ds_scale_rule rule, uint8_t *row);
+/* row -> c_kv[nope] (code * tile scale, f32), k_pe[rope]. Same errors as pack. */
+mla_status mla_ds_row_unpack_n(int nope, int rope, const uint8_t *row, float *c_kv, float *k_pe);
 
 #ifdef __cplusplus
 }

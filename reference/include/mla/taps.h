@@ -11,6 +11,8 @@
 #ifndef MLA_TAPS_H
 #define MLA_TAPS_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,0 +1,193 @@
+/* gpu_attn.hip: MLA attention kernels.
+ *  - prefill (naive / MHA form): one block per (token, head); online softmax over the cached-context
+ *    keys and, separately, over the new keys (causal), then the two parts merged by LSE (mla-spec.md
+ *    §g.13) in fp32, as chunked prefill does.
+ *  - decode (absorbed / MQA form): one block per (token, head, KV split) over the paged latent cache,
+ *    each split writes a normalized partial output and its LSE; a combine kernel merges the splits.
+ * Scores, softmax and P.V are fp32; outputs are rounded to bf16 once. */
+#include "gpu_kv.h"
+
+#define AT_THREADS 128
+#define AT_NW (AT_THREADS / MLA_WARP)
+#define AT_NK 32   /* keys per chunk */
+#define AT_VMAX 2  /* prefill: V <= 256 */
+#define AT_CMAX 4  /* decode: C <= 512 */
+
+__device__ __forceinline__ float at_bf16_lse(float x, int on) { return on ? gd_round_bf16(x) : x; }
+
+/* Online softmax over ws rows [j0, j1) of one (token, head); returns m and l, acc unnormalized. */
+__device__ void prefill_segment(const gpu_prefill_args &a, const float *q, float *sc, int h, int j0, int j1,
+                                float &m, float &l, float *acc)
+{
+    int lane = threadIdx.x % MLA_WARP, w = threadIdx.x / MLA_WARP;
+    int64_t ld = (int64_t)a.h * (a.p + a.v);
+    m = -INFINITY;
+    l = 0.0f;
+    for (int c0 = j0; c0 < j1; c0 += AT_NK) {
+        int n = min(AT_NK, j1 - c0);
+        for (int jj = w; jj < n; jj += AT_NW) {
+            int64_t j = c0 + jj;
+            const uint16_t *kn = a.kvx + j * ld + (int64_t)h * (a.p + a.v);
+            const uint16_t *kp = a.ws_kpe + j * a.r;
+            float d = 0.0f;
+            for (int e = lane; e < a.p + a.r; e += MLA_WARP)
+                d += q[e] * gd_bf16_to_f32(e < a.p ? kn[e] : kp[e - a.p]);
+            d = mla_warp_sum(d);
+            if (lane == 0) sc[jj] = d * a.scale;
+        }
+        __syncthreads();
+        float mc = m;
+        for (int jj = 0; jj < n; jj++) mc = fmaxf(mc, sc[jj]);
+        float corr = expf(m - mc); /* m = -inf on the first chunk: exp(-inf) = 0 */
+        l *= corr;
+        for (int k = 0; k < AT_VMAX; k++) acc[k] *= corr;
+        for (int jj = 0; jj < n; jj++) {
+            float p = expf(sc[jj] - mc);
+            l += p;
+            const uint16_t *vr = a.kvx + (int64_t)(c0 + jj) * ld + (int64_t)h * (a.p + a.v) + a.p;
+            for (int k = 0; k < AT_VMAX; k++) {
+                int d = threadIdx.x + k * AT_THREADS;
+                if (d < a.v) acc[k] += p * gd_bf16_to_f32(vr[d]);
+            }
+        }
+        m = mc;
+        __syncthreads();
+    }
+}
+
+__global__ void __launch_bounds__(AT_THREADS) k_attn_prefill(gpu_prefill_args a)
+{
+    extern __shared__ float sh[];
+    float *q = sh, *sc = sh + a.p + a.r;
+    int t = blockIdx.x, h = blockIdx.y;
+    const gpu_seq s = a.seqs[a.tok_seq[t]];
+    int i = t - s.tok0, pos = s.n_past + i;
+    for (int e = threadIdx.x; e < a.p + a.r; e += AT_THREADS) {
+        const uint16_t *src = e < a.p ? a.q_nope + ((int64_t)t * a.h + h) * a.p + e
+                                      : a.q_pe + ((int64_t)t * a.h + h) * a.r + (e - a.p);
+        q[e] = gd_bf16_to_f32(*src);
+    }
+    __syncthreads();
+    int total = s.n_past + s.n_new;
+    int end = min(pos + 1 + a.causal_plus, total);
+    float mb, lb, ab[AT_VMAX] = {0.0f, 0.0f};
+    prefill_segment(a, q, sc, h, s.ws0 + s.n_past, s.ws0 + end, mb, lb, ab);
+    float lse = mb + logf(lb), o[AT_VMAX];
+    for (int k = 0; k < AT_VMAX; k++) o[k] = ab[k] / lb;
+    if (s.n_past > 0) {
+        float ma, la, aa[AT_VMAX] = {0.0f, 0.0f};
+        prefill_segment(a, q, sc, h, s.ws0, s.ws0 + s.n_past, ma, la, aa);
+        /* as chunked prefill: each part's output is stored bf16 before the fp32 merge */
+        float lse_a = at_bf16_lse(ma + logf(la), a.lse_bf16), lse_b = at_bf16_lse(lse, a.lse_bf16);
+        float mm = fmaxf(lse_a, lse_b), wa = expf(lse_a - mm), wb = expf(lse_b - mm);
+        float fa = wa / (wa + wb), fb = wb / (wa + wb);
+        for (int k = 0; k < AT_VMAX; k++)
+            o[k] = gd_round_bf16(aa[k] / la) * fa + gd_round_bf16(o[k]) * fb;
+        lse = logf(wa + wb) + mm;
+    }
+    for (int k = 0; k < AT_VMAX; k++) {
+        int d = threadIdx.x + k * AT_THREADS;
+        if (d < a.v) a.out[((int64_t)t * a.h + h) * a.v + d] = gd_f32_to_bf16(o[k]);
+    }
+    if (threadIdx.x == 0) a.lse[(int64_t)t * a.h + h] = lse;
+}
+
+extern "C" mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a)
+{
+    if (a->t <= 0) return MLA_OK;
+    dim3 grid(a->t, a->h, 1);
+    size_t shm = (size_t)(a->p + a->r + AT_NK) * sizeof(float);
+    k_attn_prefill<<<grid, AT_THREADS, shm, st>>>(*a);
+    MLA_HIP_LAUNCHED("k_attn_prefill");
+    return MLA_OK;
+}
+
+__global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
+{
+    extern __shared__ float sh[];
+    const int c = a.kv.c, r = a.kv.r;
+    float *q = sh, *sc = sh + c + r;
+    __shared__ const uint8_t *rows[AT_NK];
+    int t = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
+    int lane = threadIdx.x % MLA_WARP, w = threadIdx.x / MLA_WARP;
+    const gpu_seq s = a.seqs[a.tok_seq[t]];
+    int pos = s.n_past + (t - s.tok0);
+    int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
+    int per = (total + a.splits - 1) / a.splits;
+    int j0 = min(sp * per, total), j1 = min(j0 + per, total);
+    for (int e = threadIdx.x; e < c + r; e += AT_THREADS)
+        q[e] = e < c ? a.q_abs[((int64_t)t * a.h + h) * c + e] : a.q_pe[((int64_t)t * a.h + h) * r + e - c];
+    __syncthreads();
+    float m = -INFINITY, l = 0.0f, acc[AT_CMAX] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int c0 = j0; c0 < j1; c0 += AT_NK) {
+        int n = min(AT_NK, j1 - c0);
+        if (threadIdx.x < n) rows[threadIdx.x] = kv_row(a.kv, s.slot, c0 + threadIdx.x);
+        __syncthreads();
+        for (int jj = w; jj < n; jj += AT_NW) {
+            float d = 0.0f;
+            for (int e = lane; e < c + r; e += MLA_WARP) d += q[e] * kv_load(a.kv, rows[jj], e);
+            d = mla_warp_sum(d);
+            if (lane == 0) sc[jj] = d * a.scale;
+        }
+        __syncthreads();
+        float mc = m;
+        for (int jj = 0; jj < n; jj++) mc = fmaxf(mc, sc[jj]);
+        float corr = expf(m - mc);
+        l *= corr;
+        for (int k = 0; k < AT_CMAX; k++) acc[k] *= corr;
+        for (int jj = 0; jj < n; jj++) {
+            float p = expf(sc[jj] - mc);
+            l += p;
+            for (int k = 0; k < AT_CMAX; k++) {
+                int e = threadIdx.x + k * AT_THREADS;
+                if (e < c) acc[k] += p * kv_load(a.kv, rows[jj], e);
+            }
+        }
+        m = mc;
+        __syncthreads();
+    }
+    int64_t pi = ((int64_t)t * a.h + h) * a.splits + sp;
+    for (int k = 0; k < AT_CMAX; k++) {
+        int e = threadIdx.x + k * AT_THREADS;
+        if (e < c) a.part_o[pi * c + e] = l > 0.0f ? acc[k] / l : 0.0f;
+    }
+    if (threadIdx.x == 0) a.part_lse[pi] = l > 0.0f ? m + logf(l) : -INFINITY;
+}
+
+/* Merge the splits of one (token, head): fp32, scale factors formed before multiplying outputs. */
+__global__ void __launch_bounds__(AT_THREADS) k_attn_combine(gpu_decode_args a)
+{
+    int t = blockIdx.x, h = blockIdx.y, c = a.kv.c;
+    int64_t base = ((int64_t)t * a.h + h) * a.splits;
+    int round = a.lse_bf16 && a.splits > 1;
+    float mm = -INFINITY;
+    for (int s = 0; s < a.splits; s++) mm = fmaxf(mm, at_bf16_lse(a.part_lse[base + s], round));
+    float wsum = 0.0f;
+    for (int s = 0; s < a.splits; s++) {
+        float ls = at_bf16_lse(a.part_lse[base + s], round);
+        if (ls != -INFINITY) wsum += expf(ls - mm);
+    }
+    for (int e = threadIdx.x; e < c; e += AT_THREADS) {
+        float o = 0.0f;
+        for (int s = 0; s < a.splits; s++) {
+            float ls = at_bf16_lse(a.part_lse[base + s], round);
+            if (ls == -INFINITY) continue;
+            o += a.part_o[(base + s) * c + e] * (expf(ls - mm) / wsum);
+        }
+        a.o_lat[((int64_t)t * a.h + h) * c + e] = gd_f32_to_bf16(o);
+    }
+    if (threadIdx.x == 0) a.lse[(int64_t)t * a.h + h] = logf(wsum) + mm;
+}
+
+extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
+{
+    if (a->t <= 0) return MLA_OK;
+    dim3 grid(a->t, a->h, a->splits);
+    size_t shm = (size_t)(a->kv.c + a->kv.r + AT_NK) * sizeof(float);
+    k_attn_decode<<<grid, AT_THREADS, shm, st>>>(*a);
+    MLA_HIP_LAUNCHED("k_attn_decode");
+    dim3 g2(a->t, a->h, 1);
+    k_attn_combine<<<g2, AT_THREADS, 0, st>>>(*a);
+    MLA_HIP_LAUNCHED("k_attn_combine");
+    return MLA_OK;
+}

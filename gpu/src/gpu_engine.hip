@@ -1,0 +1,522 @@
+/* gpu_engine.hip: the GPU engine's vtable: device probe, create/destroy, supports, load (weights
+ * uploaded per layer from mla_model_tensor_f64, rounded on the host once), the paged cache and reset.
+ * forward_* / read_* live in gpu_forward.hip. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_dtype.h"
+#include "gpu_internal.h"
+#include "mla/dtype.h"
+#include "mla_gpu.h"
+
+mla_status gpu_forward_mha(void *vctx, const mla_batch *b);
+mla_status gpu_forward_mqa(void *vctx, const mla_batch *b);
+mla_status gpu_read_tap(void *vctx, int layer, mla_tap tap, mla_tensor **out);
+mla_status gpu_read_kv(void *vctx, int layer, int seq_id, mla_tensor **out);
+
+extern "C" mla_status gpu_buf_ensure(gpu_buf *b, size_t bytes)
+{
+    if (bytes <= b->bytes) return MLA_OK;
+    if (b->p) MLA_HIP_CHECK(hipFree(b->p));
+    b->p = NULL;
+    b->bytes = 0;
+    size_t want = bytes + bytes / 4 + 256;
+    MLA_HIP_CHECK(hipMalloc(&b->p, want));
+    b->bytes = want;
+    return MLA_OK;
+}
+
+extern "C" void gpu_buf_free(gpu_buf *b)
+{
+    if (b->p) (void)hipFree(b->p);
+    b->p = NULL;
+    b->bytes = 0;
+}
+
+extern "C" mla_status mla_gpu_probe(char *desc, size_t n)
+{
+    int count = 0;
+    hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || count == 0) {
+        if (desc && n) snprintf(desc, n, "no GPU device");
+        return mla_errorf(MLA_ERR_NO_DEVICE, "gpu: no GPU device visible to the runtime (%s)",
+                          e != hipSuccess ? hipGetErrorString(e) : "device count 0");
+    }
+    hipDeviceProp_t p;
+    MLA_HIP_CHECK(hipGetDeviceProperties(&p, 0));
+    int rt = 0;
+    MLA_HIP_CHECK(hipRuntimeGetVersion(&rt));
+#if defined(MLA_GPU_HIP)
+    const char *arch = p.gcnArchName;
+#else
+    char arch[32];
+    snprintf(arch, sizeof arch, "sm_%d%d", p.major, p.minor);
+#endif
+    if (desc && n)
+        snprintf(desc, n, "%s, %s, %d SMs, %.0f GiB, %s runtime %d, warp %d", p.name, arch,
+                 p.multiProcessorCount, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024),
+#if defined(MLA_GPU_HIP)
+                 "HIP",
+#else
+                 "CUDA",
+#endif
+                 rt, MLA_WARP);
+    return MLA_OK;
+}
+
+static mla_status gpu_create(void **out)
+{
+    *out = NULL;
+    char desc[256];
+    mla_status st = mla_gpu_probe(desc, sizeof desc);
+    if (st != MLA_OK) return st;
+    gpu_ctx *c = (gpu_ctx *)calloc(1, sizeof *c);
+    if (!c) return mla_errorf(MLA_ERR_NOMEM, "gpu: context allocation failed");
+    hipDeviceProp_t p;
+    hipError_t e = hipGetDeviceProperties(&p, 0);
+    if (e == hipSuccess) e = hipSetDevice(0);
+    if (e == hipSuccess) e = hipStreamCreate(&c->stream);
+    if (e != hipSuccess) {
+        free(c);
+        return mla_errorf(MLA_ERR_DEVICE, "gpu: device setup failed: %s", hipGetErrorString(e));
+    }
+    c->n_sm = p.multiProcessorCount;
+    snprintf(c->dev_name, sizeof c->dev_name, "%s", desc);
+    *out = c;
+    return MLA_OK;
+}
+
+static int gpu_supports(void *vctx, mla_feature f)
+{
+    (void)vctx;
+    switch (f) {
+    case MLA_FEAT_PROFILE_FP64: return 0;
+    case MLA_FEAT_PROFILE_BF16:
+    case MLA_FEAT_PROFILE_FP8KV:
+    case MLA_FEAT_PROFILE_FP8DS:
+    case MLA_FEAT_PROFILE_FP8W:
+    case MLA_FEAT_PREFILL_WITH_CONTEXT:
+    case MLA_FEAT_MULTI_TOKEN_DECODE:
+    case MLA_FEAT_TAPS_INTERNAL:
+    case MLA_FEAT_FP8_E4M3FNUZ:
+    case MLA_FEAT_FAULTS: return 1;
+    default: return 0;
+    }
+}
+
+static void free_linear(gpu_linear *l)
+{
+    if (l->w) (void)hipFree(l->w);
+    if (l->q) (void)hipFree(l->q);
+    if (l->s) (void)hipFree(l->s);
+    memset(l, 0, sizeof *l);
+}
+
+static void free_mlp(gpu_mlp *m)
+{
+    free_linear(&m->gate);
+    free_linear(&m->up);
+    free_linear(&m->down);
+}
+
+static void gpu_unload(gpu_ctx *c)
+{
+    int L = c->cfg.num_hidden_layers;
+    if (c->layers) {
+        for (int i = 0; i < L; i++) {
+            gpu_layer *ly = &c->layers[i];
+            float *fl[] = {ly->attn_norm, ly->ffn_norm, ly->q_a_norm, ly->kv_a_norm, ly->bias};
+            for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++)
+                if (fl[k]) (void)hipFree(fl[k]);
+            free_linear(&ly->q_a);
+            free_linear(&ly->q_b);
+            free_linear(&ly->q);
+            free_linear(&ly->kv_a);
+            free_linear(&ly->kv_b);
+            free_linear(&ly->o);
+            if (ly->w_uk_t) (void)hipFree(ly->w_uk_t);
+            if (ly->gate) (void)hipFree(ly->gate);
+            free_mlp(&ly->mlp);
+            free_mlp(&ly->shared);
+            if (ly->experts) {
+                for (int e = 0; e < c->cfg.n_routed_experts; e++) free_mlp(&ly->experts[e]);
+                free(ly->experts);
+            }
+        }
+        free(c->layers);
+        c->layers = NULL;
+    }
+    if (c->lm_head && c->lm_head != c->embed) (void)hipFree(c->lm_head);
+    if (c->embed) (void)hipFree(c->embed);
+    if (c->final_norm) (void)hipFree(c->final_norm);
+    if (c->inv_freq) (void)hipFree(c->inv_freq);
+    c->lm_head = c->embed = NULL;
+    c->final_norm = c->inv_freq = NULL;
+    if (c->kv_pool) {
+        for (int i = 0; i < L; i++)
+            if (c->kv_pool[i]) (void)hipFree(c->kv_pool[i]);
+        free(c->kv_pool);
+        c->kv_pool = NULL;
+    }
+    if (c->d_tables) (void)hipFree(c->d_tables);
+    c->d_tables = NULL;
+    free(c->h_tables);
+    free(c->seq_len);
+    c->h_tables = NULL;
+    c->seq_len = NULL;
+    if (c->taps) {
+        for (int i = 0; i < (L + 1) * MLA_TAP_COUNT; i++) gpu_buf_free(&c->taps[i].buf);
+        free(c->taps);
+        c->taps = NULL;
+    }
+    gpu_buf *sb[] = {&c->s_tokens, &c->s_tokseq, &c->s_seqs, &c->s_cq, &c->s_cqn, &c->s_q, &c->s_kva,
+                     &c->s_wskvc, &c->s_wskpe, &c->s_kvx, &c->s_h, &c->s_olat, &c->s_part_o,
+                     &c->s_part_lse, &c->s_g, &c->s_u, &c->s_a, &c->s_y, &c->s_acc, &c->s_xg,
+                     &c->s_rows, &c->s_w8, &c->s_ws8, &c->s_qabs8, &c->s_lse_tmp};
+    for (size_t k = 0; k < sizeof sb / sizeof sb[0]; k++) gpu_buf_free(sb[k]);
+    c->loaded = 0;
+}
+
+static void gpu_destroy(void *vctx)
+{
+    gpu_ctx *c = (gpu_ctx *)vctx;
+    if (!c) return;
+    gpu_unload(c);
+    if (c->stream) (void)hipStreamDestroy(c->stream);
+    free(c);
+}
+
+/* ---- weight upload ---- */
+
+static mla_status fetch_f64(gpu_ctx *c, const char *name, int64_t expect, double **out)
+{
+    int64_t n = 0;
+    mla_status st = mla_model_tensor_f64(c->model, name, out, &n);
+    if (st != MLA_OK) return st;
+    if (n != expect) {
+        free(*out);
+        *out = NULL;
+        return mla_errorf(MLA_ERR_SHAPE, "gpu: tensor %s: %lld elements, expected %lld", name, (long long)n,
+                          (long long)expect);
+    }
+    return MLA_OK;
+}
+
+static mla_status upload(void **d, const void *h, size_t bytes)
+{
+    MLA_HIP_CHECK(hipMalloc(d, bytes));
+    MLA_HIP_CHECK(hipMemcpy(*d, h, bytes, hipMemcpyHostToDevice));
+    return MLA_OK;
+}
+
+static mla_status up_bf16_host(const double *w, int64_t n, uint16_t **d)
+{
+    uint16_t *h = (uint16_t *)malloc((size_t)n * 2);
+    if (!h) return mla_errorf(MLA_ERR_NOMEM, "gpu: host staging of %lld bf16 values", (long long)n);
+    for (int64_t i = 0; i < n; i++) h[i] = gd_f32_to_bf16((float)mla_round_bf16(w[i]));
+    mla_status st = upload((void **)d, h, (size_t)n * 2);
+    free(h);
+    return st;
+}
+
+static mla_status up_bf16(gpu_ctx *c, const char *name, int64_t n, uint16_t **d)
+{
+    double *w;
+    mla_status st = fetch_f64(c, name, n, &w);
+    if (st != MLA_OK) return st;
+    st = up_bf16_host(w, n, d);
+    free(w);
+    return st;
+}
+
+/* Norm weights and the router bias: bf16 values (norms) or f32 (bias), kept as f32 on the device. */
+static mla_status up_vec(gpu_ctx *c, const char *name, int64_t n, int round_bf16, float **d)
+{
+    double *w;
+    mla_status st = fetch_f64(c, name, n, &w);
+    if (st != MLA_OK) return st;
+    float *h = (float *)malloc((size_t)n * 4);
+    if (!h) {
+        free(w);
+        return mla_errorf(MLA_ERR_NOMEM, "gpu: host staging of %s", name);
+    }
+    for (int64_t i = 0; i < n; i++) h[i] = round_bf16 ? (float)mla_round_bf16(w[i]) : (float)w[i];
+    st = upload((void **)d, h, (size_t)n * 4);
+    free(h);
+    free(w);
+    return st;
+}
+
+/* 128x128 block quantization (quant.h rules: s = amax / 448, 0 block -> 1, code = sat(w / s)). */
+static void block_quant(const double *w, int64_t rows, int64_t cols, uint8_t *code, float *sc)
+{
+    int64_t rb = (rows + 127) / 128, cb = (cols + 127) / 128;
+    for (int64_t bi = 0; bi < rb; bi++)
+        for (int64_t bj = 0; bj < cb; bj++) {
+            double amax = 0;
+            for (int64_t r = bi * 128; r < rows && r < bi * 128 + 128; r++)
+                for (int64_t cc = bj * 128; cc < cols && cc < bj * 128 + 128; cc++) {
+                    double a = w[r * cols + cc] < 0 ? -w[r * cols + cc] : w[r * cols + cc];
+                    if (a > amax) amax = a;
+                }
+            float s = amax > 0 ? (float)(amax / 448.0) : 1.0f;
+            sc[bi * cb + bj] = s;
+            for (int64_t r = bi * 128; r < rows && r < bi * 128 + 128; r++)
+                for (int64_t cc = bj * 128; cc < cols && cc < bj * 128 + 128; cc++)
+                    code[r * cols + cc] = gd_f32_to_e4m3((float)(w[r * cols + cc] / s), 0);
+        }
+}
+
+static mla_status up_linear(gpu_ctx *c, const char *name, int n, int k, int fp8, gpu_linear *l)
+{
+    double *w;
+    mla_status st = fetch_f64(c, name, (int64_t)n * k, &w);
+    if (st != MLA_OK) return st;
+    l->n = n;
+    l->k = k;
+    if (!fp8) {
+        st = up_bf16_host(w, (int64_t)n * k, &l->w);
+        free(w);
+        return st;
+    }
+    int64_t nsc = (int64_t)((n + 127) / 128) * ((k + 127) / 128);
+    uint8_t *q = (uint8_t *)malloc((size_t)n * k);
+    float *s = (float *)malloc((size_t)nsc * 4);
+    if (!q || !s) st = mla_errorf(MLA_ERR_NOMEM, "gpu: fp8 staging of %s", name);
+    if (st == MLA_OK) {
+        block_quant(w, n, k, q, s);
+        st = upload((void **)&l->q, q, (size_t)n * k);
+    }
+    if (st == MLA_OK) st = upload((void **)&l->s, s, (size_t)nsc * 4);
+    free(q);
+    free(s);
+    free(w);
+    return st;
+}
+
+static mla_status up_mlp(gpu_ctx *c, const char *pre, int inter, int fp8, gpu_mlp *m)
+{
+    char nm[256];
+    int d = c->cfg.hidden_size;
+    snprintf(nm, sizeof nm, "%s.gate_proj.weight", pre);
+    mla_status st = up_linear(c, nm, inter, d, fp8, &m->gate);
+    snprintf(nm, sizeof nm, "%s.up_proj.weight", pre);
+    if (st == MLA_OK) st = up_linear(c, nm, inter, d, fp8, &m->up);
+    snprintf(nm, sizeof nm, "%s.down_proj.weight", pre);
+    if (st == MLA_OK) st = up_linear(c, nm, d, inter, fp8, &m->down);
+    return st;
+}
+
+/* kv_b_proj [H(P+V), C]: the naive form uses it as is; W_UK^T [H, C, P] for the absorbed query.
+ * fp8w: block-quantized and dequantized (not act-quantized), then bf16. */
+static mla_status up_kv_b(gpu_ctx *c, const char *name, gpu_layer *ly)
+{
+    const mla_config *g = &c->cfg;
+    int H = g->num_attention_heads, P = g->qk_nope_head_dim, V = g->v_head_dim, C = g->kv_lora_rank;
+    int64_t rows = (int64_t)H * (P + V), n = rows * C;
+    double *w;
+    mla_status st = fetch_f64(c, name, n, &w);
+    if (st != MLA_OK) return st;
+    if (c->fp8w) {
+        int64_t nsc = ((rows + 127) / 128) * ((C + 127) / 128);
+        uint8_t *q = (uint8_t *)malloc((size_t)n);
+        float *s = (float *)malloc((size_t)nsc * 4);
+        if (!q || !s) {
+            free(q);
+            free(s);
+            free(w);
+            return mla_errorf(MLA_ERR_NOMEM, "gpu: fp8 staging of %s", name);
+        }
+        block_quant(w, rows, C, q, s);
+        int64_t cb = (C + 127) / 128;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t cc = 0; cc < C; cc++)
+                w[r * C + cc] = (double)gd_e4m3_to_f32(q[r * C + cc], 0) * (double)s[(r / 128) * cb + cc / 128];
+        free(q);
+        free(s);
+    }
+    ly->kv_b.n = (int)rows;
+    ly->kv_b.k = C;
+    st = up_bf16_host(w, n, &ly->kv_b.w);
+    if (st == MLA_OK) {
+        double *t = (double *)malloc((size_t)H * C * P * sizeof(double));
+        if (!t) st = mla_errorf(MLA_ERR_NOMEM, "gpu: W_UK staging");
+        else {
+            for (int h = 0; h < H; h++)
+                for (int cc = 0; cc < C; cc++)
+                    for (int p = 0; p < P; p++)
+                        t[((int64_t)h * C + cc) * P + p] = w[((int64_t)h * (P + V) + p) * C + cc];
+            st = up_bf16_host(t, (int64_t)H * C * P, &ly->w_uk_t);
+            free(t);
+        }
+    }
+    free(w);
+    return st;
+}
+
+static mla_status load_layer(gpu_ctx *c, int i)
+{
+    const mla_config *g = &c->cfg;
+    gpu_layer *ly = &c->layers[i];
+    int D = g->hidden_size, H = g->num_attention_heads, P = g->qk_nope_head_dim, R = g->qk_rope_head_dim;
+    int V = g->v_head_dim, C = g->kv_lora_rank, Lq = g->q_lora_rank, f8 = c->fp8w;
+    char nm[256], pre[96];
+    snprintf(pre, sizeof pre, "model.layers.%d", i);
+#define NM(suffix) (snprintf(nm, sizeof nm, "%s.%s", pre, suffix), nm)
+    mla_status st = up_vec(c, NM("input_layernorm.weight"), D, 1, &ly->attn_norm);
+    if (st == MLA_OK) st = up_vec(c, NM("post_attention_layernorm.weight"), D, 1, &ly->ffn_norm);
+    if (st == MLA_OK && Lq > 0) {
+        st = up_linear(c, NM("self_attn.q_a_proj.weight"), Lq, D, f8, &ly->q_a);
+        if (st == MLA_OK) st = up_vec(c, NM("self_attn.q_a_layernorm.weight"), Lq, 1, &ly->q_a_norm);
+        if (st == MLA_OK) st = up_linear(c, NM("self_attn.q_b_proj.weight"), H * (P + R), Lq, f8, &ly->q_b);
+    } else if (st == MLA_OK) {
+        st = up_linear(c, NM("self_attn.q_proj.weight"), H * (P + R), D, f8, &ly->q);
+    }
+    if (st == MLA_OK) st = up_linear(c, NM("self_attn.kv_a_proj_with_mqa.weight"), C + R, D, f8, &ly->kv_a);
+    if (st == MLA_OK) st = up_vec(c, NM("self_attn.kv_a_layernorm.weight"), C, 1, &ly->kv_a_norm);
+    if (st == MLA_OK) st = up_kv_b(c, NM("self_attn.kv_b_proj.weight"), ly);
+    if (st == MLA_OK) st = up_linear(c, NM("self_attn.o_proj.weight"), D, H * V, f8, &ly->o);
+    if (st != MLA_OK) return st;
+    ly->moe = mla_config_is_moe_layer(g, i);
+    if (!ly->moe) {
+        snprintf(pre, sizeof pre, "model.layers.%d.mlp", i);
+        return up_mlp(c, pre, g->intermediate_size, f8, &ly->mlp);
+    }
+    int E = g->n_routed_experts;
+    st = up_bf16(c, NM("mlp.gate.weight"), (int64_t)E * D, &ly->gate);
+    if (st == MLA_OK && g->has_e_score_correction_bias)
+        st = up_vec(c, NM("mlp.gate.e_score_correction_bias"), E, 0, &ly->bias);
+    if (st != MLA_OK) return st;
+    ly->experts = (gpu_mlp *)calloc((size_t)E, sizeof(gpu_mlp));
+    if (!ly->experts) return mla_errorf(MLA_ERR_NOMEM, "gpu: expert table");
+    for (int e = 0; e < E && st == MLA_OK; e++) {
+        snprintf(pre, sizeof pre, "model.layers.%d.mlp.experts.%d", i, e);
+        st = up_mlp(c, pre, g->moe_intermediate_size, f8, &ly->experts[e]);
+    }
+    if (st == MLA_OK && g->n_shared_experts > 0) {
+        snprintf(pre, sizeof pre, "model.layers.%d.mlp.shared_experts", i);
+        st = up_mlp(c, pre, g->moe_intermediate_size * g->n_shared_experts, f8, &ly->shared);
+    }
+#undef NM
+    return st;
+}
+
+/* xorshift32, for the seeded block-table permutation. */
+static uint32_t xs32(uint32_t *s)
+{
+    uint32_t x = *s ? *s : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+static mla_status setup_cache(gpu_ctx *c)
+{
+    const mla_config *g = &c->cfg;
+    int L = g->num_hidden_layers, C = g->kv_lora_rank, R = g->qk_rope_head_dim;
+    const mla_run_opts *o = &c->opts;
+    c->kv_fmt = o->profile == MLA_PROFILE_FP8KV ? GPU_KV_FP8 : o->profile == MLA_PROFILE_FP8DS ? GPU_KV_DS : GPU_KV_BF16;
+    c->row_bytes = c->kv_fmt == GPU_KV_BF16 ? 2 * (C + R) : c->kv_fmt == GPU_KV_FP8 ? C + R : C + 4 * (C / 128) + 2 * R;
+    c->blocks_per_seq = (o->max_seq_len + o->block_size - 1) / o->block_size;
+    c->n_blocks = c->blocks_per_seq * o->max_seqs;
+    size_t pool = (size_t)c->n_blocks * o->block_size * c->row_bytes;
+    c->kv_pool = (uint8_t **)calloc((size_t)L, sizeof(uint8_t *));
+    c->h_tables = (int32_t *)malloc((size_t)c->n_blocks * 4);
+    c->seq_len = (int *)calloc((size_t)o->max_seqs, sizeof(int));
+    if (!c->kv_pool || !c->h_tables || !c->seq_len) return mla_errorf(MLA_ERR_NOMEM, "gpu: cache tables");
+    /* Poison: unwritten rows decode as NaN (fnuz has its NaN at 0x80), so a read past the
+     * written tokens shows up in every tap downstream. */
+    int poison = c->kv_fmt == GPU_KV_FP8 && c->fnuz ? 0x80 : 0xff;
+    for (int i = 0; i < L; i++) {
+        MLA_HIP_CHECK(hipMalloc((void **)&c->kv_pool[i], pool));
+        MLA_HIP_CHECK(hipMemset(c->kv_pool[i], poison, pool));
+    }
+    for (int i = 0; i < c->n_blocks; i++) c->h_tables[i] = i;
+    if (o->shuffle_blocks) {
+        uint32_t s = o->seed ? o->seed : 1u;
+        for (int i = c->n_blocks - 1; i > 0; i--) {
+            int j = (int)(xs32(&s) % (uint32_t)(i + 1));
+            int32_t t = c->h_tables[i];
+            c->h_tables[i] = c->h_tables[j];
+            c->h_tables[j] = t;
+        }
+    }
+    return upload((void **)&c->d_tables, c->h_tables, (size_t)c->n_blocks * 4);
+}
+
+static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opts)
+{
+    gpu_ctx *c = (gpu_ctx *)vctx;
+    if (!c || !model || !opts) return mla_errorf(MLA_ERR_INVALID, "gpu: load: NULL argument");
+    if (c->loaded) gpu_unload(c);
+    const mla_config *g = mla_model_config(model);
+    mla_status st = mla_config_validate(g, mla_model_source(model));
+    if (st != MLA_OK) return st;
+    if (opts->profile == MLA_PROFILE_FP64 || (unsigned)opts->profile >= MLA_PROFILE_COUNT)
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: profile %s is not supported (bf16, fp8kv, fp8ds, fp8w are)",
+                          mla_profile_name(opts->profile));
+    if (opts->block_size <= 0 || opts->max_seqs <= 0 || opts->max_seq_len <= 0)
+        return mla_errorf(MLA_ERR_INVALID, "gpu: run opts: block_size %d, max_seqs %d, max_seq_len %d, expected > 0",
+                          opts->block_size, opts->max_seqs, opts->max_seq_len);
+    if (g->kv_lora_rank > 512 || g->v_head_dim > 256 || g->qk_rope_head_dim % 2 || g->n_group > 64)
+        return mla_errorf(MLA_ERR_UNSUPPORTED,
+                          "gpu: %s: kv_lora_rank %d (max 512), v_head_dim %d (max 256), qk_rope_head_dim %d (even), "
+                          "n_group %d (max 64)", mla_model_source(model), g->kv_lora_rank, g->v_head_dim,
+                          g->qk_rope_head_dim, g->n_group);
+    if (opts->profile == MLA_PROFILE_FP8DS && g->kv_lora_rank % 128)
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: fp8ds needs kv_lora_rank a multiple of 128, got %d",
+                          g->kv_lora_rank);
+    c->model = model;
+    c->cfg = *g;
+    c->opts = *opts;
+    if (c->opts.kv_scale <= 0.0) c->opts.kv_scale = 1.0;
+    if (c->opts.q_scale <= 0.0) c->opts.q_scale = 1.0;
+    c->fnuz = opts->fp8_kind == MLA_FP8_FNUZ;
+    c->fp8w = opts->profile == MLA_PROFILE_FP8W;
+    int L = g->num_hidden_layers, D = g->hidden_size, N = g->vocab_size, R = g->qk_rope_head_dim;
+    c->layers = (gpu_layer *)calloc((size_t)L, sizeof(gpu_layer));
+    c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));
+    if (!c->layers || !c->taps) st = mla_errorf(MLA_ERR_NOMEM, "gpu: layer tables");
+    if (st == MLA_OK) st = up_bf16(c, "model.embed_tokens.weight", (int64_t)N * D, &c->embed);
+    if (st == MLA_OK) st = up_vec(c, "model.norm.weight", D, 1, &c->final_norm);
+    if (st == MLA_OK) {
+        if (g->tie_word_embeddings)
+            c->lm_head = c->embed;
+        else
+            st = up_bf16(c, "lm_head.weight", (int64_t)N * D, &c->lm_head);
+    }
+    if (st == MLA_OK) {
+        double inv[512];
+        float f[512];
+        mla_config_inv_freq(g, inv);
+        for (int i = 0; i < R / 2; i++) f[i] = (float)inv[i];
+        st = upload((void **)&c->inv_freq, f, (size_t)(R / 2) * 4);
+    }
+    for (int i = 0; i < L && st == MLA_OK; i++) st = load_layer(c, i);
+    if (st == MLA_OK) st = setup_cache(c);
+    if (st != MLA_OK) {
+        gpu_unload(c);
+        return st;
+    }
+    c->loaded = 1;
+    return MLA_OK;
+}
+
+static mla_status gpu_reset(void *vctx)
+{
+    gpu_ctx *c = (gpu_ctx *)vctx;
+    if (!c || !c->loaded) return mla_errorf(MLA_ERR_INVALID, "gpu: reset before load");
+    memset(c->seq_len, 0, (size_t)c->opts.max_seqs * sizeof(int));
+    c->ntok = 0;
+    for (int i = 0; i < (c->cfg.num_hidden_layers + 1) * MLA_TAP_COUNT; i++) c->taps[i].valid = 0;
+    return MLA_OK;
+}
+
+static const mla_backend_ops gpu_ops = {
+    MLA_BACKEND_ABI_VERSION, "gpu", gpu_create, gpu_supports, gpu_load, gpu_reset,
+    gpu_forward_mha, gpu_forward_mqa, gpu_read_tap, gpu_read_kv, gpu_destroy,
+};
+
+extern "C" const mla_backend_ops *mla_gpu_backend(void) { return &gpu_ops; }

@@ -1,0 +1,216 @@
+/* gpu_internal.h: the GPU engine's context, weight layout and the host-side launchers of every kernel.
+ * Launchers validate nothing (the engine validates once per call) and return mla_status after
+ * checking the launch. Activations are bf16 stored as uint16_t unless the name says f32. */
+#ifndef MLA_GPU_INTERNAL_H
+#define MLA_GPU_INTERNAL_H
+
+#include "hip_compat.h"
+#include "mla/backend.h"
+
+/* A linear layer y = x . W^T, W [N, K]. bf16 weights (w) or, in fp8w, e4m3fn codes (q) with
+ * 128x128 block scales (s [ceil(N/128), ceil(K/128)], dequant multipliers). */
+typedef struct gpu_linear {
+    uint16_t *w; /* [N, K] bf16, or NULL */
+    uint8_t *q;  /* [N, K] e4m3fn codes, or NULL */
+    float *s;    /* [ceil(N/128), ceil(K/128)] */
+    int n, k;
+} gpu_linear;
+
+typedef struct gpu_mlp {
+    gpu_linear gate, up, down; /* gate/up [I, D], down [D, I] */
+} gpu_mlp;
+
+typedef struct gpu_layer {
+    float *attn_norm, *ffn_norm; /* [D] (bf16 values) */
+    float *q_a_norm;             /* [Lq] or NULL */
+    float *kv_a_norm;            /* [C] */
+    gpu_linear q_a, q_b, q;      /* q_a/q_b when q_lora_rank > 0, else q */
+    gpu_linear kv_a;             /* [C+R, D] */
+    gpu_linear kv_b;             /* [H(P+V), C], always bf16 */
+    uint16_t *w_uk_t;            /* [H, C, P] bf16: W_UK transposed for q_absorbed = q_nope . W_UK */
+    gpu_linear o;                /* [D, H V] */
+    int moe;
+    gpu_mlp mlp;                 /* dense layers */
+    uint16_t *gate;              /* [E, D] router, bf16 (never fp8) */
+    float *bias;                 /* [E] e_score_correction_bias or NULL */
+    gpu_mlp *experts;            /* [E] */
+    gpu_mlp shared;              /* shared experts (n == 0 when none) */
+} gpu_layer;
+
+/* Grow-only device buffer. */
+typedef struct gpu_buf {
+    void *p;
+    size_t bytes;
+} gpu_buf;
+
+/* Per-sequence metadata of one call, on the device. */
+typedef struct gpu_seq {
+    int slot, n_past, n_new, tok0, ws0;
+} gpu_seq;
+
+/* KV cache row formats. */
+typedef enum { GPU_KV_BF16 = 0, GPU_KV_FP8 = 1, GPU_KV_DS = 2 } gpu_kv_fmt;
+
+/* Everything a kernel needs to find and decode a cache row; passed by value. */
+typedef struct gpu_kv_desc {
+    const uint8_t *pool;   /* [n_blocks * block_size, row_bytes] of one layer */
+    const int32_t *tables; /* [max_seqs, blocks_per_seq] */
+    int blocks_per_seq, block_size, row_bytes;
+    int fmt, fnuz;
+    int c, r;              /* kv_lora_rank, rope dim */
+    float kv_scale;        /* fp8kv dequant multiplier */
+} gpu_kv_desc;
+
+typedef struct gpu_tap {
+    gpu_buf buf;
+    int valid;
+} gpu_tap;
+
+typedef struct gpu_ctx {
+    mla_model *model;
+    mla_config cfg;
+    mla_run_opts opts;
+    int loaded, fnuz, fp8w;
+    int dev, n_sm;
+    char dev_name[256];
+    hipStream_t stream;
+    gpu_layer *layers;
+    uint16_t *embed;   /* [N, D] */
+    uint16_t *lm_head; /* [N, D] (may alias embed) */
+    float *final_norm; /* [D] */
+    float *inv_freq;   /* [R/2] f32 */
+    /* paged cache */
+    gpu_kv_fmt kv_fmt;
+    int row_bytes, blocks_per_seq, n_blocks;
+    uint8_t **kv_pool;   /* [L] device pools */
+    int32_t *d_tables;   /* [max_seqs, blocks_per_seq] */
+    int32_t *h_tables;
+    int *seq_len;        /* [max_seqs] cached tokens, host */
+    /* last call */
+    int64_t ntok;
+    gpu_tap *taps;       /* [(L + 1) * MLA_TAP_COUNT]; globals at index L */
+    /* scratch */
+    gpu_buf s_tokens, s_tokseq, s_seqs, s_cq, s_cqn, s_q, s_kva, s_wskvc, s_wskpe, s_kvx, s_h,
+        s_olat, s_part_o, s_part_lse, s_g, s_u, s_a, s_y, s_acc, s_xg, s_rows, s_w8, s_ws8, s_qabs8,
+        s_lse_tmp;
+} gpu_ctx;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+mla_status gpu_buf_ensure(gpu_buf *b, size_t bytes);
+void gpu_buf_free(gpu_buf *b);
+
+/* ---- gpu_gemm.hip ---- */
+/* Y[b][m, n] = sum_k X[b][m, k] W[b][n, k], bf16 in, fp32 accumulate, Y bf16 (y_f32 = 0) or f32.
+ * Strides in elements; batch b over gridDim.z with strides *_bs. */
+typedef struct gpu_gemm_args {
+    const uint16_t *x;
+    int64_t ldx, x_bs;
+    const uint16_t *w;
+    int64_t ldw, w_bs;
+    void *y;
+    int64_t ldy, y_bs;
+    int m, n, k, batch, y_f32;
+} gpu_gemm_args;
+mla_status gpu_gemm_bf16(hipStream_t st, const gpu_gemm_args *a);
+/* Block-fp8: x codes [m, k] with scales [m, ceil(k/128)], w codes [n, k] with scales
+ * [ceil(n/128), ceil(k/128)]; y [m, n] bf16 with row stride ldy. */
+mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
+                        const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k);
+/* DeepSeek act_quant: 1x128 groups, amax = max(max|x|, 1e-4), s = amax / 448, code = e4m3fn(x / s). */
+mla_status gpu_act_quant(hipStream_t st, const uint16_t *x, int64_t ldx, int m, int k, uint8_t *q,
+                         float *s);
+
+/* ---- gpu_ops.hip ---- */
+mla_status gpu_embed(hipStream_t st, const int32_t *tok, const uint16_t *table, int t, int d,
+                     uint16_t *y);
+/* y[t, :n] = bf16(g * x * rsqrt(mean(x^2) + eps)) */
+mla_status gpu_rmsnorm(hipStream_t st, const uint16_t *x, int64_t ldx, const float *g, int t, int n,
+                       float eps, uint16_t *y, int64_t ldy);
+/* Interleaved (or, with the fault, half-split) RoPE of rows: in [t, heads, ld_in] at offset off_in,
+ * R wide, into out [t, heads, R]; position of token i = pos[i]. Optionally copies the nope part
+ * (nope > 0) into nope_out [t, heads, nope]. */
+typedef struct gpu_rope_args {
+    const uint16_t *in;
+    int64_t ld_in; /* elements per head row */
+    int off_in, heads, r, nope;
+    uint16_t *out, *nope_out;
+    const int32_t *tok_seq;
+    const gpu_seq *seqs;
+    const float *inv_freq;
+    float attn_factor;
+    int half_split, t;
+} gpu_rope_args;
+mla_status gpu_rope(hipStream_t st, const gpu_rope_args *a);
+/* y = bf16(a + b) */
+mla_status gpu_add(hipStream_t st, const uint16_t *a, const uint16_t *b, uint16_t *y, int64_t n);
+/* a = bf16(silu(g) * u) */
+mla_status gpu_silu_mul(hipStream_t st, const uint16_t *g, const uint16_t *u, uint16_t *a, int64_t n);
+/* Write the new tokens' rows [kv_c (bf16) | k_pe (bf16)] into the paged cache. */
+mla_status gpu_cache_write(hipStream_t st, gpu_kv_desc kv, const uint16_t *kv_c, const uint16_t *k_pe,
+                           const int32_t *tok_seq, const gpu_seq *seqs, int t);
+/* Naive-form workspace: per sequence, context rows from the cache (dequantized, bf16) then the
+ * fresh rows. ws_kvc [n_ws, C], ws_kpe [n_ws, R]. */
+mla_status gpu_gather_ws(hipStream_t st, gpu_kv_desc kv, const uint16_t *kv_c, const uint16_t *k_pe,
+                         const gpu_seq *seqs, int n_seqs, int n_ws, uint16_t *ws_kvc, uint16_t *ws_kpe);
+/* Absorbed decode query quantization in place: q = dequant(e4m3(q / scale)) * scale over
+ * [q_abs | q_pe] rows (fp8 query profile, or the fp8-q-saturation fault with scale 1, fn). */
+mla_status gpu_quant_query(hipStream_t st, uint16_t *q_abs, const uint16_t *q_pe, int64_t rows, int c,
+                           int r, float scale, int fnuz, float *q_abs_f, float *q_pe_f);
+/* Widen bf16 to f32 (q for the decode kernel when it stays bf16). */
+mla_status gpu_bf16_to_f32(hipStream_t st, const uint16_t *x, float *y, int64_t n);
+/* MoE: route rows of router logits [t, E] -> ids [t, K] (i32), weights [t, K] (f32). */
+typedef struct gpu_route_args {
+    const float *logits, *bias;
+    int32_t *ids;
+    float *w;
+    int t, e, k, n_group, topk_group, sigmoid, group_limited, norm, apply_scaling;
+    float scaling;
+} gpu_route_args;
+mla_status gpu_route(hipStream_t st, const gpu_route_args *a);
+mla_status gpu_gather_rows(hipStream_t st, const uint16_t *x, const int32_t *rows, int n, int d,
+                           uint16_t *y);
+/* acc[rows[i], :] += w[i] * y[i, :] (fp32); a row appears once per call, so no atomics. */
+mla_status gpu_scatter_acc(hipStream_t st, const uint16_t *y, const int32_t *rows, const float *w,
+                           int n, int d, float *acc);
+/* acc = y (f32) or y = bf16(acc + s) */
+mla_status gpu_acc_init(hipStream_t st, float *acc, int64_t n);
+mla_status gpu_acc_finish(hipStream_t st, const float *acc, const uint16_t *shared, uint16_t *y,
+                          int64_t n);
+
+/* ---- gpu_attn.hip ---- */
+typedef struct gpu_prefill_args {
+    const uint16_t *q_nope, *q_pe; /* [T, H, P], [T, H, R] */
+    const uint16_t *kvx;           /* [n_ws, H (P + V)] */
+    const uint16_t *ws_kpe;        /* [n_ws, R] */
+    const int32_t *tok_seq;
+    const gpu_seq *seqs;
+    uint16_t *out; /* [T, H, V] */
+    float *lse;    /* [T, H] */
+    int t, h, p, r, v;
+    float scale;
+    int causal_plus, lse_bf16;
+} gpu_prefill_args;
+mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
+
+typedef struct gpu_decode_args {
+    const float *q_abs, *q_pe; /* [T, H, C], [T, H, R] f32 (bf16 or dequantized fp8 values) */
+    gpu_kv_desc kv;
+    const int32_t *tok_seq;
+    const gpu_seq *seqs;
+    float *part_o;   /* [T, H, S, C] */
+    float *part_lse; /* [T, H, S] */
+    uint16_t *o_lat; /* [T, H, C] */
+    float *lse;      /* [T, H] */
+    int t, h, splits;
+    float scale;
+    int causal_plus, lse_bf16;
+} gpu_decode_args;
+mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

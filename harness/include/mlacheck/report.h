@@ -1,0 +1,79 @@
+/* report.h: a run's results folder, written atomically.
+ *
+ * Accumulate metric rows and check verdicts in an mla_rep_run, then mla_rep_finish() writes
+ * results/<run-id>.tmp-XXXXXX/{summary.json, summary.md, junit.xml, metrics.tsv, plots/, index.html}
+ * and renames it to results/<run-id> (a reader never sees a half-written run).
+ * Run ids: <UTC yyyymmddThhmmssZ>-<suite>-<4 hex>, e.g. 20261130T120501Z-ci-3fa2.
+ * Plots need gnuplot: the MLA_GNUPLOT environment variable when set (even empty: then only PATH),
+ * else the configure-time path, else PATH. Without it plots are skipped with a note, not an error. */
+#ifndef MLACHECK_REPORT_H
+#define MLACHECK_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mla/mla.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MLA_REP_PASS = 0, MLA_REP_FAIL = 1, MLA_REP_SKIP = 2 } mla_rep_verdict;
+
+/* One compared tensor. Strings are copied; NULL reads as "". */
+typedef struct mla_rep_row {
+    const char *case_name, *check, *profile, *path;
+    int layer;          /* -1 for global taps */
+    const char *tap;
+    int kv_len;         /* -1 unless a sweep row */
+    int64_t n;          /* elements compared */
+    double max_abs, max_rel, nmse_db, cos_diff, rel_l2, ulp_p99;
+    double headroom;    /* worst measured/limit over the checked limits; > 1 fails */
+    const char *worst;  /* the metric that set headroom ("rel_l2", ...); NULL: rel_l2 */
+    int pass;
+    const char *why;    /* failure reason ("rel_l2 3.1e-5 > 1e-6", "NaN at [3,7]"), "" when passing */
+} mla_rep_row;
+
+typedef struct mla_rep_run mla_rep_run;
+
+/* results_dir is created if missing; suite_name goes into the run id (sanitized). */
+mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out);
+void mla_rep_free(mla_rep_run *r);
+const char *mla_rep_run_id(const mla_rep_run *r);
+/* Defaults: MLA_GIT_SHA, then GITHUB_SHA from the environment, else "unknown". */
+mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha);
+
+mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *row);
+/* One verdict per (case, check, profile, path). first_layer -1 / first_tap NULL when not known or
+ * passing. The worst metric and headroom are taken from this check's metric rows at finish. */
+mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *check, const char *profile,
+                             const char *path, mla_rep_verdict v, const char *message, int first_layer,
+                             const char *first_tap);
+/* One logits KL divergence (per token), for the histogram. */
+mla_status mla_rep_add_kl(mla_rep_run *r, double kl);
+
+/* Counts so far (any pointer may be NULL). */
+void mla_rep_counts(const mla_rep_run *r, int *pass, int *fail, int *skip);
+
+/* Writes the folder and renames it into place; the final path goes to out_dir[n] (may be NULL).
+ * Notes that are not errors (plots skipped) are available from mla_rep_note(). */
+mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, size_t n);
+const char *mla_rep_note(const mla_rep_run *r); /* "" when none */
+
+/* Re-renders plots, summary.md and index.html of an existing run folder from its summary.json and
+ * metrics.tsv (mlacheck report DIR). note[n] (may be NULL) receives e.g. "gnuplot not found: plots
+ * skipped". */
+mla_status mla_rep_render(const char *dir, char *note, size_t n);
+
+/* The gnuplot the report would use, or NULL (see the lookup order above). Static storage. */
+const char *mla_rep_find_gnuplot(void);
+
+/* Escapers used by the writers (exposed for tests): write s to f escaped. */
+void mla_rep_xml_escape(FILE *f, const char *s);
+void mla_rep_md_escape(FILE *f, const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

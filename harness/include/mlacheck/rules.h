@@ -1,0 +1,54 @@
+/* rules.h: tolerance rules (suites/rules.tol), data rather than code.
+ *
+ *   # tap-regex   profile-regex   check-regex   key=value ...
+ *   attn_.*       fp64            golden        rel_l2=1e-13 cos_diff=1e-14
+ *   .*            .*              .*            rel_l2=1e-12
+ *
+ * Regexes are POSIX extended, anchored at both ends (written "x" means "^(x)$"), and hold no spaces.
+ * The FIRST matching line wins, so specific lines go before general ones and a catch-all goes last.
+ * Keys are the fields of mla_rule_limits (the same names as compare.h's mla_cmp_limits); a limit <= 0
+ * means "not checked"; ulp_dtype is a dtype name (bf16, e4m3fn, ...) and is required with ulp_p99. */
+#ifndef MLACHECK_RULES_H
+#define MLACHECK_RULES_H
+
+#include "mla/dtype.h"
+#include "mla/mla.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(field) for the double limits, in file order. */
+#define MLA_RULE_LIMIT_LIST(X) \
+    X(max_abs) X(max_rel) X(rel_floor) X(nmse) X(cos_diff) X(mismatch_frac) X(ulp_p99) X(rel_l2)
+
+typedef struct mla_rule_limits {
+    double max_abs;       /* max |a - b| */
+    double max_rel;       /* max |a - b| / max(|b|, rel_floor) */
+    double rel_floor;     /* denominator floor for max_rel (not a limit) */
+    double nmse;          /* sum (a-b)^2 / sum b^2 */
+    double cos_diff;      /* 1 - cos(a, b) */
+    double mismatch_frac; /* fraction of elements outside abs-or-rel */
+    double ulp_p99;       /* 99th percentile ULP distance in ulp_dtype */
+    double rel_l2;        /* ||a - b|| / ||b|| */
+    mla_dtype ulp_dtype;  /* MLA_F64 unless set */
+    int line;             /* line of the rule in its file (for messages) */
+} mla_rule_limits;
+
+typedef struct mla_rules mla_rules;
+
+/* Reads a rules file; every error is MLA_ERR_FORMAT naming path:line. */
+mla_status mla_rules_load(const char *path, mla_rules **out);
+mla_status mla_rules_parse(const char *text, const char *origin, mla_rules **out);
+void mla_rules_free(mla_rules *r);
+
+/* The limits of the first rule matching all three names; NULL when none matches (the caller treats
+ * that as an error: every compared tensor must be budgeted). Valid while r lives. */
+const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, const char *profile, const char *check);
+int mla_rules_count(const mla_rules *r);
+const char *mla_rules_origin(const mla_rules *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

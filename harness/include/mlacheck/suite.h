@@ -1,0 +1,159 @@
+/* suite.h: suite files (suites/<name>.suite), a small declarative line format.
+ *
+ *   # comment (also after a value)
+ *   [defaults]                 keys here apply to every case that follows, unless the case sets them
+ *   description = ...
+ *   [case tiny-v3-decode]      one block per case; names are unique in a file
+ *   model    = tiny-v3         built-in name or HF folder                         (required)
+ *   prompts  = random:len=37,seed=1 ; tokens:3,1,4,1,5 ; file:p.txt             (required)
+ *   batch    = 1               sequences run together
+ *   engines  = ref, gpu, plugin:path.so                                          (required)
+ *   against  = golden          golden | ref-fp64 | one of engines
+ *   paths    = prefill, decode, chunked
+ *   prefill_len = 5            decode path: tokens prefilled before decoding one at a time
+ *   chunk    = 7               chunked path: chunk size
+ *   profiles = fp64, bf16      mla_profile_from_name                             (required)
+ *   checks   = golden, decode-vs-prefill, ...                                    (required)
+ *   kv_lens  = 64..4096 step 64, 5000   sweep lengths
+ *   faults   = none            fault injection, to prove a check can fail
+ *   seed, block_size, e4m3 (fn|fnuz), description
+ *
+ * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
+ * MLA_ERR_FORMAT with "origin:line: what (did you mean 'x'?)" in mla_last_error(). */
+#ifndef MLACHECK_SUITE_H
+#define MLACHECK_SUITE_H
+
+#include "mla/mla.h"
+#include "mla/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_SUITE_EXT ".suite"
+
+/* X(enum, name) */
+#define MLA_SUITE_PATH_LIST(X)          \
+    X(MLA_SUITE_PATH_PREFILL, "prefill") \
+    X(MLA_SUITE_PATH_DECODE, "decode")   \
+    X(MLA_SUITE_PATH_CHUNKED, "chunked")
+
+typedef enum {
+#define MLA_SUITE_PATH_ENUM(e, n) e,
+    MLA_SUITE_PATH_LIST(MLA_SUITE_PATH_ENUM)
+#undef MLA_SUITE_PATH_ENUM
+        MLA_SUITE_PATH_COUNT
+} mla_suite_path;
+
+/* X(enum, name, what it compares) */
+#define MLA_SUITE_CHECK_LIST(X)                                                                   \
+    X(MLA_CHECK_GOLDEN, "golden", "each engine against the baseline named by 'against'")          \
+    X(MLA_CHECK_CROSS_ENGINE, "cross-engine", "every engine against the first engine")           \
+    X(MLA_CHECK_DECODE_VS_PREFILL, "decode-vs-prefill", "decode path against prefill, same tokens") \
+    X(MLA_CHECK_ABSORBED_VS_NAIVE, "absorbed-vs-naive", "absorbed (MQA) form against naive (MHA)") \
+    X(MLA_CHECK_CHUNKED_VS_WHOLE, "chunked-vs-whole", "chunked prefill against one-shot prefill")  \
+    X(MLA_CHECK_DETERMINISM, "determinism", "the same run twice, bitwise")                       \
+    X(MLA_CHECK_FP8_VS_BF16, "fp8-vs-bf16", "each fp8 profile against bf16")                      \
+    X(MLA_CHECK_NOISE_FLOOR, "noise-floor", "error vs fp64 within k times the bf16 reference's")  \
+    X(MLA_CHECK_SWEEP, "sweep", "decode against prefill along kv_lens")
+
+typedef enum {
+#define MLA_SUITE_CHECK_ENUM(e, n, d) e,
+    MLA_SUITE_CHECK_LIST(MLA_SUITE_CHECK_ENUM)
+#undef MLA_SUITE_CHECK_ENUM
+        MLA_CHECK_COUNT
+} mla_suite_check;
+
+/* Injected faults (the runner perturbs the candidate engine; the check must then fail).
+ * X(enum, name, what) */
+#define MLA_SUITE_FAULT_LIST(X)                                                      \
+    X(MLA_FAULT_NONE, "none", "no fault")                                            \
+    X(MLA_FAULT_NAN_KV, "nan-kv", "one NaN written into the latent cache")           \
+    X(MLA_FAULT_BITFLIP_KV, "bitflip-kv", "one mantissa bit flipped in the cache")   \
+    X(MLA_FAULT_ROPE_OFFSET, "rope-offset", "positions shifted by one in RoPE")      \
+    X(MLA_FAULT_SCALE, "scale", "softmax scale off by one ulp")                      \
+    X(MLA_FAULT_SKIP_LSE_MERGE, "skip-lse-merge", "chunk outputs summed, not merged")
+
+typedef enum {
+#define MLA_SUITE_FAULT_ENUM(e, n, d) e,
+    MLA_SUITE_FAULT_LIST(MLA_SUITE_FAULT_ENUM)
+#undef MLA_SUITE_FAULT_ENUM
+        MLA_FAULT_COUNT
+} mla_suite_fault;
+
+typedef enum {
+    MLA_PROMPT_RANDOM = 0, /* len tokens drawn from seed (uniform over the vocabulary) */
+    MLA_PROMPT_TOKENS = 1, /* explicit token ids */
+    MLA_PROMPT_FILE = 2    /* token ids (whitespace separated) in a file, relative to the suite */
+} mla_suite_prompt_kind;
+
+typedef struct mla_suite_prompt {
+    mla_suite_prompt_kind kind;
+    int len;          /* random: tokens; tokens: n_tokens; file: 0 (unknown until read) */
+    unsigned seed;    /* random */
+    int32_t *tokens;  /* tokens: [len], owned */
+    char *file;       /* file: path as written, owned */
+} mla_suite_prompt;
+
+typedef struct mla_suite_case {
+    char *name;
+    const char *origin; /* the suite's origin (borrowed from mla_suite) */
+    int line;           /* line of the [case ...] header */
+    char *description;  /* "" when absent */
+    char *model;
+    mla_suite_prompt *prompts; int n_prompts;
+    int batch;                       /* default 1 */
+    char **engines; int n_engines;   /* "ref", "gpu", "plugin:<path>" */
+    char *against;                   /* default "golden" */
+    mla_suite_path *paths; int n_paths;        /* default prefill */
+    int prefill_len;                 /* default 1 */
+    int chunk;                       /* 0 = unset */
+    mla_profile *profiles; int n_profiles;
+    mla_suite_check *checks; int n_checks;
+    int *kv_lens; int n_kv_lens;     /* expanded, in the order written */
+    mla_suite_fault *faults; int n_faults;     /* default none */
+    unsigned seed;                   /* default 0 */
+    int block_size;                  /* paged cache block; 0 = engine default */
+    int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
+} mla_suite_case;
+
+typedef struct mla_suite {
+    char *name;        /* file stem, or origin for parsed text */
+    char *origin;      /* path or label used in messages */
+    char *description; /* from [defaults] description, "" when absent */
+    mla_suite_case *cases; int n_cases;
+} mla_suite;
+
+/* Parses suite text; origin names it in messages. *out is set only on MLA_OK; free with
+ * mla_suite_free. Never crashes on any input (fuzzed). */
+mla_status mla_suite_parse(const char *text, const char *origin, mla_suite **out);
+/* Reads <dir>/<name>.suite (name may also be a path ending in .suite). */
+mla_status mla_suite_load(const char *dir, const char *name, mla_suite **out);
+void mla_suite_free(mla_suite *s);
+
+/* Sorted suite names (file stems) in dir; caller frees with mla_suite_list_free. */
+mla_status mla_suite_list(const char *dir, char ***names, int *n);
+void mla_suite_list_free(char **names, int n);
+
+const mla_suite_case *mla_suite_find_case(const mla_suite *s, const char *name);
+int mla_suite_case_has_check(const mla_suite_case *c, mla_suite_check k);
+int mla_suite_case_has_path(const mla_suite_case *c, mla_suite_path p);
+int mla_suite_case_has_profile(const mla_suite_case *c, mla_profile p);
+
+const char *mla_suite_check_name(mla_suite_check k);
+const char *mla_suite_check_what(mla_suite_check k);
+int mla_suite_check_from_name(const char *name, mla_suite_check *out); /* 0 ok, -1 unknown */
+const char *mla_suite_path_name(mla_suite_path p);
+int mla_suite_path_from_name(const char *name, mla_suite_path *out);
+const char *mla_suite_fault_name(mla_suite_fault f);
+int mla_suite_fault_from_name(const char *name, mla_suite_fault *out);
+
+/* Levenshtein distance (bytes), for "did you mean" suggestions; shared with rules.c. */
+int mla_suite_edit_distance(const char *a, const char *b);
+/* The candidate closest to word when close enough to be a likely typo, else NULL. */
+const char *mla_suite_suggest(const char *word, const char *const *candidates, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,856 @@
+/* h5io.c: golden dumps <-> HDF5, schema version 1 (golden/README.md).
+ * HDF5 1.10 C API only. HDF5's own error printing is silenced for the duration of each call and
+ * every return value is checked, so a damaged file gives a status with the file name, never a crash
+ * or a screen of HDF5 traces; the innermost HDF5 error text is appended to our detail. */
+#include "mlacheck/h5io.h"
+
+#include <hdf5.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define H5IO_BAD ((hid_t)-1)
+#define H5IO_MAX_LAYERS 100000 /* far above any real model; guards allocations from damaged JSON */
+
+/* ---- error plumbing ---- */
+
+typedef struct {
+    H5E_auto2_t func;
+    void *data;
+} h5_quiet;
+
+static void quiet_on(h5_quiet *q)
+{
+    q->func = NULL;
+    q->data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void quiet_off(const h5_quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func, q->data); }
+
+typedef struct {
+    char msg[200];
+    int got;
+} h5_errmsg;
+
+static herr_t errmsg_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    (void)n;
+    h5_errmsg *m = data;
+    if (!m->got && e && e->desc && e->desc[0]) {
+        snprintf(m->msg, sizeof m->msg, "%s", e->desc);
+        m->got = 1;
+    }
+    return 0;
+}
+
+/* The most specific message on HDF5's error stack, for appending to our own detail. */
+static const char *h5_detail(char *buf, size_t n)
+{
+    h5_errmsg m;
+    memset(&m, 0, sizeof m);
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, errmsg_cb, &m);
+    snprintf(buf, n, "%s", m.got ? m.msg : "no HDF5 detail");
+    return buf;
+}
+
+static void close_id(hid_t *id, herr_t (*fn)(hid_t))
+{
+    if (*id >= 0) fn(*id);
+    *id = H5IO_BAD;
+}
+
+/* ---- dtype <-> HDF5 types ---- */
+
+/* Stored (file) type: explicit little-endian so files are the same on every host. */
+static hid_t file_type(mla_dtype t)
+{
+    switch (t) {
+    case MLA_F64: return H5T_IEEE_F64LE;
+    case MLA_F32: return H5T_IEEE_F32LE;
+    case MLA_BF16:
+    case MLA_F16: return H5T_STD_U16LE;
+    case MLA_E4M3FN:
+    case MLA_E4M3FNUZ:
+    case MLA_E5M2:
+    case MLA_UE8M0:
+    case MLA_U8: return H5T_STD_U8LE;
+    case MLA_I32: return H5T_STD_I32LE;
+    case MLA_I64: return H5T_STD_I64LE;
+    default: return H5IO_BAD;
+    }
+}
+
+/* Memory type for reading/writing t; for raw-bit types the sign follows the stored type so HDF5
+ * never converts (a signed int16 file of bf16 bits must not be clipped into uint16). */
+static hid_t mem_type(mla_dtype t, int file_signed)
+{
+    switch (t) {
+    case MLA_F64: return H5T_NATIVE_DOUBLE;
+    case MLA_F32: return H5T_NATIVE_FLOAT;
+    case MLA_BF16:
+    case MLA_F16: return file_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16;
+    case MLA_E4M3FN:
+    case MLA_E4M3FNUZ:
+    case MLA_E5M2:
+    case MLA_UE8M0:
+    case MLA_U8: return file_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8;
+    case MLA_I32: return H5T_NATIVE_INT32;
+    case MLA_I64: return H5T_NATIVE_INT64;
+    default: return H5IO_BAD;
+    }
+}
+
+/* 1 if a stored type of class cls, size sz and sign sgn can hold dtype t without conversion loss. */
+static int stored_type_ok(mla_dtype t, H5T_class_t cls, size_t sz, H5T_sign_t sgn)
+{
+    switch (t) {
+    case MLA_F64: return cls == H5T_FLOAT && sz == 8;
+    case MLA_F32: return cls == H5T_FLOAT && sz == 4;
+    case MLA_I32: return cls == H5T_INTEGER && sz == 4 && sgn == H5T_SGN_2;
+    case MLA_I64: return cls == H5T_INTEGER && sz == 8 && sgn == H5T_SGN_2;
+    default: return cls == H5T_INTEGER && sz == mla_dtype_size(t);
+    }
+}
+
+/* CRC-32 of the data as stored: little-endian element bytes. */
+static uint32_t crc_le(const void *data, int64_t n, size_t es)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint32_t crc = 0;
+    const unsigned char *p = data;
+    unsigned char b[8];
+    for (int64_t i = 0; i < n; i++, p += es) {
+        for (size_t k = 0; k < es; k++) b[k] = p[es - 1 - k];
+        crc = mla_h5_crc32(crc, b, es);
+    }
+    return crc;
+#else
+    return mla_h5_crc32(0, data, (size_t)n * es);
+#endif
+}
+
+static const char *dims_str(int ndim, const int64_t *dims, char *buf, size_t n)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim; i++)
+        k += (size_t)snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "%s%lld", i ? ", " : "",
+                              (long long)dims[i]);
+    snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "]");
+    return buf;
+}
+
+/* Checks a tap's shape against the config; *ntok < 0 means "not known yet": taken from dim 0. */
+static mla_status check_tap_shape(const char *path, const char *dset, const mla_config *cfg,
+                                  mla_tap tap, int64_t *ntok, int ndim, const int64_t *dims)
+{
+    int64_t exp[MLA_MAX_DIMS];
+    int64_t t = *ntok >= 0 ? *ntok : (ndim > 0 ? dims[0] : -1);
+    int r = mla_tap_shape(tap, cfg, t, exp);
+    int ok = r == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = exp[i] == dims[i];
+    if (!ok) {
+        char a[128], b[128];
+        return mla_errorf(MLA_ERR_SHAPE,
+                          "%s: dataset %s: shape %s, expected %s (tap shape from the model config, "
+                          "%lld tokens)",
+                          path, dset, dims_str(ndim, dims, a, sizeof a), dims_str(r, exp, b, sizeof b),
+                          (long long)t);
+    }
+    if (*ntok < 0) *ntok = t;
+    return MLA_OK;
+}
+
+/* ---- attributes ---- */
+
+static mla_status attr_write(const char *path, hid_t loc, const char *obj, const char *name,
+                             hid_t ftype, hid_t mtype, const void *val)
+{
+    mla_status st = MLA_OK;
+    hid_t sp = H5Screate(H5S_SCALAR), a = H5IO_BAD;
+    if (sp >= 0) a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (sp < 0 || a < 0 || H5Awrite(a, mtype, val) < 0) {
+        char e[200];
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot write attribute %s of %s: %s", path, name, obj,
+                        h5_detail(e, sizeof e));
+    }
+    close_id(&a, H5Aclose);
+    close_id(&sp, H5Sclose);
+    return st;
+}
+
+/* Variable-length UTF-8 string: h5py reads it as str. */
+static mla_status attr_write_str(const char *path, hid_t loc, const char *obj, const char *name,
+                                 const char *val)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        close_id(&t, H5Tclose);
+        return mla_errorf(MLA_ERR_IO, "%s: cannot make a string type for %s", path, name);
+    }
+    const char *v = val ? val : "";
+    mla_status st = attr_write(path, loc, obj, name, t, t, &v);
+    H5Tclose(t);
+    return st;
+}
+
+/* A bounded char[] field that may lack its NUL (never read past the array). */
+static mla_status attr_write_field(const char *path, hid_t loc, const char *name,
+                                   const char *field, size_t cap)
+{
+    char buf[512 + 1];
+    size_t n = strnlen(field, cap < sizeof buf - 1 ? cap : sizeof buf - 1);
+    memcpy(buf, field, n);
+    buf[n] = '\0';
+    return attr_write_str(path, loc, "/meta", name, buf);
+}
+
+/* Opens attribute name of obj; MLA_ERR_NOT_FOUND (no detail) when absent. */
+static mla_status attr_open(const char *path, hid_t loc, const char *obj, const char *name,
+                            hid_t *out)
+{
+    *out = H5IO_BAD;
+    htri_t ex = H5Aexists(loc, name);
+    if (ex == 0) return MLA_ERR_NOT_FOUND;
+    if (ex < 0 || (*out = H5Aopen(loc, name, H5P_DEFAULT)) < 0) {
+        char e[200];
+        return mla_errorf(MLA_ERR_FORMAT, "%s: cannot open attribute %s of %s: %s", path, name,
+                          obj, h5_detail(e, sizeof e));
+    }
+    hid_t sp = H5Aget_space(*out);
+    hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    close_id(&sp, H5Sclose);
+    if (np != 1) {
+        close_id(out, H5Aclose);
+        return mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: %lld values, expected one scalar",
+                          path, name, obj, (long long)np);
+    }
+    return MLA_OK;
+}
+
+/* Reads a string attribute (variable- or fixed-length) into a malloc'd string. */
+static mla_status attr_read_str(const char *path, hid_t loc, const char *obj, const char *name,
+                                char **out)
+{
+    *out = NULL;
+    hid_t a, ft = H5IO_BAD, mt = H5IO_BAD;
+    mla_status st = attr_open(path, loc, obj, name, &a);
+    if (st) return st;
+    char e[200];
+    ft = H5Aget_type(a);
+    if (ft < 0 || H5Tget_class(ft) != H5T_STRING) {
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: expected a string", path, name, obj);
+        goto done;
+    }
+    htri_t vl = H5Tis_variable_str(ft);
+    mt = H5Tcopy(H5T_C_S1);
+    if (vl < 0 || mt < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0) goto h5err;
+    if (vl) {
+        char *p = NULL;
+        if (H5Tset_size(mt, H5T_VARIABLE) < 0 || H5Aread(a, mt, &p) < 0) goto h5err;
+        *out = strdup(p ? p : "");
+        H5free_memory(p);
+    } else {
+        size_t sz = H5Tget_size(ft);
+        if (sz == 0 || H5Tset_size(mt, sz) < 0) goto h5err;
+        *out = calloc(sz + 1, 1);
+        if (*out && H5Aread(a, mt, *out) < 0) {
+            free(*out);
+            *out = NULL;
+            goto h5err;
+        }
+    }
+    if (!*out) st = mla_errorf(MLA_ERR_NOMEM, "%s: attribute %s of %s", path, name, obj);
+    goto done;
+h5err:
+    st = mla_errorf(MLA_ERR_FORMAT, "%s: cannot read string attribute %s of %s: %s", path, name, obj,
+                    h5_detail(e, sizeof e));
+done:
+    close_id(&mt, H5Tclose);
+    close_id(&ft, H5Tclose);
+    close_id(&a, H5Aclose);
+    return st;
+}
+
+/* Reads an integer attribute and checks it lies in [lo, hi]. */
+static mla_status attr_read_int(const char *path, hid_t loc, const char *obj, const char *name,
+                                long long lo, long long hi, long long *out)
+{
+    hid_t a, ft;
+    mla_status st = attr_open(path, loc, obj, name, &a);
+    if (st) return st;
+    ft = H5Aget_type(a);
+    long long v = 0;
+    char e[200];
+    if (ft < 0 || H5Tget_class(ft) != H5T_INTEGER)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: expected an integer", path, name,
+                        obj);
+    else if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: cannot read attribute %s of %s: %s", path, name, obj,
+                        h5_detail(e, sizeof e));
+    else if (v < lo || v > hi)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: %lld, expected %lld..%lld", path,
+                        name, obj, v, lo, hi);
+    close_id(&ft, H5Tclose);
+    close_id(&a, H5Aclose);
+    *out = v;
+    return st;
+}
+
+/* ---- writing ---- */
+
+static mla_status write_dataset(const char *path, hid_t loc, const char *name, const char *full,
+                                const mla_tensor *t0)
+{
+    hid_t ft = file_type(t0->dtype), mt = mem_type(t0->dtype, 0);
+    if (ft < 0 || mt < 0 || t0->ndim < 0 || t0->ndim > MLA_MAX_DIMS)
+        return mla_errorf(MLA_ERR_INVALID, "%s: dataset %s: dtype %d or rank %d not storable", path,
+                          full, (int)t0->dtype, t0->ndim);
+    mla_tensor *copy = NULL;
+    const mla_tensor *t = t0;
+    mla_status st = MLA_OK;
+    if (!mla_tensor_is_contiguous(t0)) {
+        if ((st = mla_tensor_clone(t0, &copy))) return st;
+        t = copy;
+    }
+    hsize_t dims[MLA_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) dims[i] = (hsize_t)t->shape[i];
+    int64_t n = mla_tensor_numel(t);
+    char e[200];
+    hid_t sp = t->ndim ? H5Screate_simple(t->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t ds = sp >= 0 ? H5Dcreate2(loc, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                       : H5IO_BAD;
+    if (ds < 0 || (n > 0 && H5Dwrite(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0)) {
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot write dataset %s: %s", path, full,
+                        h5_detail(e, sizeof e));
+        goto done;
+    }
+    uint32_t crc = crc_le(t->data, n, mla_dtype_size(t->dtype));
+    if ((st = attr_write_str(path, ds, full, "dtype", mla_dtype_name(t->dtype)))) goto done;
+    st = attr_write(path, ds, full, "crc32", H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+done:
+    close_id(&ds, H5Dclose);
+    close_id(&sp, H5Sclose);
+    mla_tensor_free(copy);
+    return st;
+}
+
+static mla_status write_meta(const char *path, hid_t f, const mla_dump *d, const char *json)
+{
+    const mla_dump_meta *m = &d->meta;
+    hid_t g = H5Gcreate2(f, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) {
+        char e[200];
+        return mla_errorf(MLA_ERR_IO, "%s: cannot create group /meta: %s", path,
+                          h5_detail(e, sizeof e));
+    }
+    char created[sizeof m->created];
+    if (m->created[0]) {
+        snprintf(created, sizeof created, "%.*s", (int)sizeof m->created - 1, m->created);
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    int32_t ver = MLA_DUMP_SCHEMA_VERSION, pl = m->prefill_len, ch = m->chunk;
+    uint32_t seed = m->seed;
+    mla_status st = attr_write(path, g, "/meta", "schema_version", H5T_STD_I32LE, H5T_NATIVE_INT32,
+                               &ver);
+#define W_FIELD(fld) \
+    if (!st) st = attr_write_field(path, g, #fld, m->fld, sizeof m->fld)
+    W_FIELD(producer);
+    W_FIELD(engine);
+    W_FIELD(profile);
+    W_FIELD(path);
+    W_FIELD(git_sha);
+    W_FIELD(model);
+    W_FIELD(weights_hash);
+#undef W_FIELD
+    if (!st) st = attr_write_str(path, g, "/meta", "created", created);
+    if (!st) st = attr_write(path, g, "/meta", "seed", H5T_STD_U32LE, H5T_NATIVE_UINT32, &seed);
+    if (!st)
+        st = attr_write(path, g, "/meta", "prefill_len", H5T_STD_I32LE, H5T_NATIVE_INT32, &pl);
+    if (!st) st = attr_write(path, g, "/meta", "chunk", H5T_STD_I32LE, H5T_NATIVE_INT32, &ch);
+    if (!st) st = attr_write_str(path, g, "/meta", "model_config", json);
+    H5Gclose(g);
+    return st;
+}
+
+/* Every present tensor must match the config before anything is written. */
+static mla_status write_check(const char *path, const mla_dump *d)
+{
+    int64_t ntok = -1;
+    char full[96];
+    if (d->tokens) {
+        if (d->tokens->dtype != MLA_I32 || d->tokens->ndim != 1)
+            return mla_errorf(MLA_ERR_SHAPE, "%s: dataset /tokens: expected i32 rank 1, got %s rank %d",
+                              path, mla_dtype_name(d->tokens->dtype), d->tokens->ndim);
+        ntok = d->tokens->shape[0];
+    }
+    for (int tap = 0; tap < MLA_TAP_COUNT; tap++) {
+        if (mla_tap_is_layer((mla_tap)tap) || !d->global[tap]) continue;
+        snprintf(full, sizeof full, "/%s", mla_tap_name((mla_tap)tap));
+        const mla_tensor *t = d->global[tap];
+        mla_status st = check_tap_shape(path, full, &d->cfg, (mla_tap)tap, &ntok, t->ndim, t->shape);
+        if (st) return st;
+    }
+    for (int l = 0; l < d->n_layers; l++)
+        for (int tap = 0; tap < MLA_TAP_COUNT; tap++) {
+            const mla_tensor *t = d->layer[(size_t)l * MLA_TAP_COUNT + (size_t)tap];
+            if (!t) continue;
+            snprintf(full, sizeof full, "/layers/%d/%s", l, mla_tap_name((mla_tap)tap));
+            if (!mla_tap_in_layer((mla_tap)tap, &d->cfg, l))
+                return mla_errorf(MLA_ERR_SHAPE, "%s: dataset %s: tap not produced in layer %d "
+                                  "under this config", path, full, l);
+            mla_status st = check_tap_shape(path, full, &d->cfg, (mla_tap)tap, &ntok, t->ndim,
+                                            t->shape);
+            if (st) return st;
+        }
+    return MLA_OK;
+}
+
+static mla_status write_all(const char *path, hid_t f, const mla_dump *d, const char *json)
+{
+    mla_status st = write_meta(path, f, d, json);
+    if (!st && d->tokens) st = write_dataset(path, f, "tokens", "/tokens", d->tokens);
+    char full[96], e[200];
+    for (int tap = 0; !st && tap < MLA_TAP_COUNT; tap++) {
+        if (mla_tap_is_layer((mla_tap)tap) || !d->global[tap]) continue;
+        snprintf(full, sizeof full, "/%s", mla_tap_name((mla_tap)tap));
+        st = write_dataset(path, f, mla_tap_name((mla_tap)tap), full, d->global[tap]);
+    }
+    if (st) return st;
+    hid_t lg = H5Gcreate2(f, "layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (lg < 0)
+        return mla_errorf(MLA_ERR_IO, "%s: cannot create group /layers: %s", path,
+                          h5_detail(e, sizeof e));
+    for (int l = 0; !st && l < d->n_layers; l++) {
+        mla_tensor *const *row = &d->layer[(size_t)l * MLA_TAP_COUNT];
+        int any = 0;
+        for (int tap = 0; tap < MLA_TAP_COUNT; tap++) any |= row[tap] != NULL;
+        if (!any) continue;
+        char gname[32];
+        snprintf(gname, sizeof gname, "%d", l);
+        hid_t g = H5Gcreate2(lg, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g < 0) {
+            st = mla_errorf(MLA_ERR_IO, "%s: cannot create group /layers/%d: %s", path, l,
+                            h5_detail(e, sizeof e));
+            break;
+        }
+        for (int tap = 0; !st && tap < MLA_TAP_COUNT; tap++) {
+            if (!row[tap]) continue;
+            snprintf(full, sizeof full, "/layers/%d/%s", l, mla_tap_name((mla_tap)tap));
+            st = write_dataset(path, g, mla_tap_name((mla_tap)tap), full, row[tap]);
+        }
+        H5Gclose(g);
+    }
+    H5Gclose(lg);
+    return st;
+}
+
+mla_status mla_h5_write(const char *path, const mla_dump *d)
+{
+    if (!path || !d) return mla_errorf(MLA_ERR_INVALID, "mla_h5_write: path or dump is NULL");
+    mla_status st = write_check(path, d);
+    if (st) return st;
+    char *json = mla_config_to_json(&d->cfg);
+    if (!json) return mla_errorf(MLA_ERR_INVALID, "%s: the model config cannot be written as JSON", path);
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        free(json);
+        return mla_errorf(MLA_ERR_NOMEM, "%s: temporary name", path);
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    h5_quiet q;
+    quiet_on(&q);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    char e[200];
+    if (f < 0) {
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot create %s: %s", path, tmp, h5_detail(e, sizeof e));
+    } else {
+        st = write_all(path, f, d, json);
+        if (H5Fclose(f) < 0 && !st)
+            st = mla_errorf(MLA_ERR_IO, "%s: closing %s failed: %s", path, tmp,
+                            h5_detail(e, sizeof e));
+        if (st)
+            remove(tmp);
+        else if (rename(tmp, path) != 0) {
+            st = mla_errorf(MLA_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp,
+                            strerror(errno));
+            remove(tmp);
+        }
+    }
+    quiet_off(&q);
+    free(tmp);
+    free(json);
+    return st;
+}
+
+/* ---- reading ---- */
+
+static mla_status open_file(const char *path, hid_t *out)
+{
+    *out = H5IO_BAD;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return mla_errorf(MLA_ERR_IO, "%s: cannot open: not a regular file", path);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    fclose(fp);
+    char e[200];
+    htri_t is = H5Fis_hdf5(path);
+    if (is == 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: not an HDF5 file (no HDF5 signature)", path);
+    if (is < 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: cannot be read as HDF5: %s", path,
+                          h5_detail(e, sizeof e));
+    /* STRONG close: closing the file also closes anything an error path left open. */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        close_id(&fapl, H5Pclose);
+        return mla_errorf(MLA_ERR_IO, "%s: HDF5 file access properties: %s", path,
+                          h5_detail(e, sizeof e));
+    }
+    *out = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    mla_status st = MLA_OK;
+    if (*out < 0) /* before H5Pclose, which clears HDF5's error stack */
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: HDF5 cannot open the file (truncated or corrupted?): %s",
+                        path, h5_detail(e, sizeof e));
+    H5Pclose(fapl);
+    return st;
+}
+
+/* Copies an optional string attribute into a fixed field; absent -> "". */
+static mla_status meta_field(const char *path, hid_t g, const char *name, char *field, size_t cap)
+{
+    char *s = NULL;
+    mla_status st = attr_read_str(path, g, "/meta", name, &s);
+    field[0] = '\0';
+    if (st == MLA_ERR_NOT_FOUND) return MLA_OK;
+    if (st) return st;
+    size_t n = strlen(s);
+    if (n >= cap) st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of /meta: %zu bytes, at most %zu",
+                                  path, name, n, cap - 1);
+    else memcpy(field, s, n + 1);
+    free(s);
+    return st;
+}
+
+static mla_status meta_int(const char *path, hid_t g, const char *name, long long lo, long long hi,
+                           long long *out)
+{
+    *out = 0;
+    mla_status st = attr_read_int(path, g, "/meta", name, lo, hi, out);
+    return st == MLA_ERR_NOT_FOUND ? MLA_OK : st;
+}
+
+/* Reads /meta into m (m->model_config_json malloc'd) and the parsed config into cfg. */
+static mla_status read_meta(const char *path, hid_t f, mla_dump_meta *m, mla_config *cfg)
+{
+    memset(m, 0, sizeof *m);
+    char e[200];
+    htri_t ex = H5Lexists(f, "meta", H5P_DEFAULT);
+    if (ex <= 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: no /meta group (not an mlacheck dump?)", path);
+    hid_t g = H5Gopen2(f, "meta", H5P_DEFAULT);
+    if (g < 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta is not a readable group: %s", path,
+                          h5_detail(e, sizeof e));
+    long long v = 0;
+    mla_status st = attr_read_int(path, g, "/meta", "schema_version", INT32_MIN, INT32_MAX, &v);
+    if (st == MLA_ERR_NOT_FOUND)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: /meta has no schema_version attribute", path);
+    if (!st && v != MLA_DUMP_SCHEMA_VERSION)
+        st = mla_errorf(MLA_ERR_VERSION,
+                        "%s: schema_version %lld, expected %d: regenerate with mlacheck golden",
+                        path, v, MLA_DUMP_SCHEMA_VERSION);
+    m->schema_version = (int)v;
+#define R_FIELD(fld) \
+    if (!st) st = meta_field(path, g, #fld, m->fld, sizeof m->fld)
+    R_FIELD(producer);
+    R_FIELD(engine);
+    R_FIELD(profile);
+    R_FIELD(path);
+    R_FIELD(git_sha);
+    R_FIELD(model);
+    R_FIELD(weights_hash);
+    R_FIELD(created);
+#undef R_FIELD
+    if (!st && !(st = meta_int(path, g, "seed", 0, UINT32_MAX, &v))) m->seed = (unsigned)v;
+    if (!st && !(st = meta_int(path, g, "prefill_len", INT32_MIN, INT32_MAX, &v)))
+        m->prefill_len = (int)v;
+    if (!st && !(st = meta_int(path, g, "chunk", INT32_MIN, INT32_MAX, &v))) m->chunk = (int)v;
+    if (!st) {
+        st = attr_read_str(path, g, "/meta", "model_config", &m->model_config_json);
+        if (st == MLA_ERR_NOT_FOUND)
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: /meta has no model_config attribute", path);
+    }
+    H5Gclose(g);
+    if (!st) {
+        size_t n = strlen(path) + 32;
+        char *origin = malloc(n);
+        if (!origin) return mla_errorf(MLA_ERR_NOMEM, "%s: origin name", path);
+        snprintf(origin, n, "%s:/meta/model_config", path);
+        st = mla_config_from_json(m->model_config_json, origin, cfg); /* validates too */
+        free(origin);
+    }
+    if (!st && (cfg->num_hidden_layers < 0 || cfg->num_hidden_layers > H5IO_MAX_LAYERS))
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: model_config num_hidden_layers %d, expected 0..%d", path,
+                        cfg->num_hidden_layers, H5IO_MAX_LAYERS);
+    if (st) {
+        free(m->model_config_json);
+        m->model_config_json = NULL;
+    }
+    return st;
+}
+
+/* Reads dataset name (full path for messages) with its dtype/crc checks. tap >= 0: shape checked
+ * against the config (ntok updated); tap < 0: /tokens (i32 rank 1, sets ntok). */
+static mla_status read_dataset(const char *path, hid_t loc, const char *name, const char *full,
+                               const mla_config *cfg, int tap, int64_t *ntok, mla_tensor **out)
+{
+    *out = NULL;
+    char e[200], *dname = NULL;
+    mla_tensor *t = NULL;
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT), ft = H5IO_BAD, sp = H5IO_BAD;
+    if (ds < 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: %s is not a readable dataset: %s", path, full,
+                          h5_detail(e, sizeof e));
+    mla_dtype dt;
+    mla_status st = attr_read_str(path, ds, full, "dtype", &dname);
+    if (st == MLA_ERR_NOT_FOUND)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s has no dtype attribute", path, full);
+    if (st) goto done;
+    if (mla_dtype_from_name(dname, &dt) != 0) {
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s: unknown dtype \"%s\" (expected f64, f32, "
+                        "bf16, f16, e4m3fn, e4m3fnuz, e5m2, ue8m0, i32, i64 or u8)", path, full, dname);
+        goto done;
+    }
+    ft = H5Dget_type(ds);
+    sp = H5Dget_space(ds);
+    if (ft < 0 || sp < 0) goto h5err;
+    H5T_class_t cls = H5Tget_class(ft);
+    size_t fsz = H5Tget_size(ft);
+    H5T_sign_t sgn = cls == H5T_INTEGER ? H5Tget_sign(ft) : H5T_SGN_ERROR;
+    if (!stored_type_ok(dt, cls, fsz, sgn)) {
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s: dtype %s but the stored HDF5 type is class "
+                        "%d of %zu bytes (expected %s)", path, full, dname, (int)cls, fsz,
+                        dt == MLA_F64 || dt == MLA_F32 ? "IEEE float" : "integer of that width");
+        goto done;
+    }
+    int nd = H5Sget_simple_extent_ndims(sp);
+    if (nd < 0) goto h5err;
+    if (nd > MLA_MAX_DIMS) {
+        st = mla_errorf(MLA_ERR_SHAPE, "%s: dataset %s: rank %d, at most %d", path, full, nd,
+                        MLA_MAX_DIMS);
+        goto done;
+    }
+    hsize_t hd[MLA_MAX_DIMS];
+    int64_t dims[MLA_MAX_DIMS];
+    if (H5Sget_simple_extent_dims(sp, hd, NULL) < 0) goto h5err;
+    for (int i = 0; i < nd; i++) dims[i] = (int64_t)hd[i];
+    if (tap >= 0) {
+        st = check_tap_shape(path, full, cfg, (mla_tap)tap, ntok, nd, dims);
+    } else if (dt != MLA_I32 || nd != 1) {
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s: %s rank %d, expected i32 rank 1", path, full,
+                        dname, nd);
+    } else {
+        *ntok = dims[0];
+    }
+    if (st) goto done;
+    if ((st = mla_tensor_new(&t, dt, nd, dims, tap >= 0 ? mla_tap_name((mla_tap)tap) : "tokens")))
+        goto done;
+    int64_t n = mla_tensor_numel(t);
+    if (n > 0 &&
+        H5Dread(ds, mem_type(dt, sgn == H5T_SGN_2), H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0)
+        goto h5err;
+    long long crc = 0;
+    st = attr_read_int(path, ds, full, "crc32", 0, UINT32_MAX, &crc);
+    if (st == MLA_ERR_NOT_FOUND)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s has no crc32 attribute", path, full);
+    if (st) goto done;
+    uint32_t got = crc_le(t->data, n, mla_dtype_size(dt));
+    if (got != (uint32_t)crc) {
+        st = mla_errorf(MLA_ERR_CHECKSUM, "%s: dataset %s: crc32 of the data is 0x%08x, the stored "
+                        "crc32 attribute says 0x%08x (file corrupted)", path, full, got,
+                        (unsigned)crc);
+        goto done;
+    }
+    *out = t;
+    t = NULL;
+    goto done;
+h5err:
+    st = mla_errorf(MLA_ERR_FORMAT, "%s: cannot read dataset %s: %s", path, full,
+                    h5_detail(e, sizeof e));
+done:
+    mla_tensor_free(t);
+    free(dname);
+    close_id(&sp, H5Sclose);
+    close_id(&ft, H5Tclose);
+    close_id(&ds, H5Dclose);
+    return st;
+}
+
+/* Decimal layer index ("0", "17"); -1 for any other name (ignored as unknown). */
+static long layer_index(const char *s)
+{
+    if (!s[0] || (s[0] == '0' && s[1]) || strlen(s) > 9) return -1;
+    long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        v = v * 10 + (*s - '0');
+    }
+    return v;
+}
+
+static mla_status read_layer(const char *path, hid_t g, int l, mla_dump *d, int64_t *ntok)
+{
+    char full[96], e[200];
+    for (int tap = 0; tap < MLA_TAP_COUNT; tap++) {
+        if (!mla_tap_is_layer((mla_tap)tap)) continue;
+        const char *nm = mla_tap_name((mla_tap)tap);
+        htri_t ex = H5Lexists(g, nm, H5P_DEFAULT);
+        if (ex < 0)
+            return mla_errorf(MLA_ERR_FORMAT, "%s: /layers/%d: %s", path, l, h5_detail(e, sizeof e));
+        if (!ex) continue;
+        snprintf(full, sizeof full, "/layers/%d/%s", l, nm);
+        if (!mla_tap_in_layer((mla_tap)tap, &d->cfg, l))
+            return mla_errorf(MLA_ERR_SHAPE, "%s: dataset %s: tap not produced in layer %d under "
+                              "the file's model_config (dense layer?)", path, full, l);
+        mla_tensor *t;
+        mla_status st = read_dataset(path, g, nm, full, &d->cfg, tap, ntok, &t);
+        if (st) return st;
+        mla_dump_set(d, l, (mla_tap)tap, t);
+    }
+    return MLA_OK;
+}
+
+static mla_status read_layers(const char *path, hid_t f, mla_dump *d, int64_t *ntok)
+{
+    char e[200];
+    htri_t ex = H5Lexists(f, "layers", H5P_DEFAULT);
+    if (ex < 0) return mla_errorf(MLA_ERR_FORMAT, "%s: /layers: %s", path, h5_detail(e, sizeof e));
+    if (!ex) return MLA_OK;
+    hid_t lg = H5Gopen2(f, "layers", H5P_DEFAULT);
+    H5G_info_t info;
+    if (lg < 0 || H5Gget_info(lg, &info) < 0) {
+        close_id(&lg, H5Gclose);
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /layers is not a readable group: %s", path,
+                          h5_detail(e, sizeof e));
+    }
+    mla_status st = MLA_OK;
+    for (hsize_t i = 0; !st && i < info.nlinks; i++) {
+        char name[64];
+        ssize_t len = H5Lget_name_by_idx(lg, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                                         H5P_DEFAULT);
+        if (len < 0) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: /layers: cannot list member %llu: %s", path,
+                            (unsigned long long)i, h5_detail(e, sizeof e));
+            break;
+        }
+        if ((size_t)len >= sizeof name) continue; /* a long name is no layer index */
+        long l = layer_index(name);
+        if (l < 0) continue;
+        if (l >= d->n_layers) {
+            st = mla_errorf(MLA_ERR_SHAPE, "%s: /layers/%ld present but model_config has %d layers "
+                            "(num_hidden_layers)", path, l, d->n_layers);
+            break;
+        }
+        hid_t g = H5Gopen2(lg, name, H5P_DEFAULT);
+        if (g < 0) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: /layers/%s is not a readable group: %s", path, name,
+                            h5_detail(e, sizeof e));
+            break;
+        }
+        st = read_layer(path, g, (int)l, d, ntok);
+        H5Gclose(g);
+    }
+    H5Gclose(lg);
+    return st;
+}
+
+static mla_status read_all(const char *path, hid_t f, mla_dump **out)
+{
+    mla_dump_meta meta;
+    mla_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    mla_status st = read_meta(path, f, &meta, &cfg);
+    if (st) return st;
+    mla_dump *d = NULL;
+    if ((st = mla_dump_new(&d, &cfg))) {
+        free(meta.model_config_json);
+        return st;
+    }
+    d->meta = meta; /* d owns model_config_json from here */
+    int64_t ntok = -1;
+    char e[200];
+    htri_t ex = H5Lexists(f, "tokens", H5P_DEFAULT);
+    if (ex < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: /tokens: %s", path, h5_detail(e, sizeof e));
+    if (!st && ex > 0) st = read_dataset(path, f, "tokens", "/tokens", &cfg, -1, &ntok, &d->tokens);
+    for (int tap = 0; !st && tap < MLA_TAP_COUNT; tap++) {
+        if (mla_tap_is_layer((mla_tap)tap)) continue;
+        const char *nm = mla_tap_name((mla_tap)tap);
+        char full[64];
+        snprintf(full, sizeof full, "/%s", nm);
+        ex = H5Lexists(f, nm, H5P_DEFAULT);
+        if (ex < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: %s: %s", path, full, h5_detail(e, sizeof e));
+        if (!st && ex > 0) st = read_dataset(path, f, nm, full, &cfg, tap, &ntok, &d->global[tap]);
+    }
+    if (!st) st = read_layers(path, f, d, &ntok);
+    if (st) {
+        mla_dump_free(d);
+        return st;
+    }
+    *out = d;
+    return MLA_OK;
+}
+
+mla_status mla_h5_read(const char *path, mla_dump **out)
+{
+    if (!out) return mla_errorf(MLA_ERR_INVALID, "mla_h5_read: out is NULL");
+    *out = NULL;
+    if (!path) return mla_errorf(MLA_ERR_INVALID, "mla_h5_read: path is NULL");
+    h5_quiet q;
+    quiet_on(&q);
+    hid_t f;
+    mla_status st = open_file(path, &f);
+    if (!st) {
+        st = read_all(path, f, out);
+        H5Fclose(f);
+    }
+    quiet_off(&q);
+    return st;
+}
+
+mla_status mla_h5_read_meta(const char *path, mla_dump_meta *meta, mla_config *cfg)
+{
+    if (!path) return mla_errorf(MLA_ERR_INVALID, "mla_h5_read_meta: path is NULL");
+    mla_dump_meta m;
+    mla_config c;
+    memset(&c, 0, sizeof c);
+    h5_quiet q;
+    quiet_on(&q);
+    hid_t f;
+    mla_status st = open_file(path, &f);
+    if (!st) {
+        st = read_meta(path, f, &m, &c);
+        H5Fclose(f);
+    }
+    quiet_off(&q);
+    if (st) return st;
+    if (meta) *meta = m;
+    else free(m.model_config_json);
+    if (cfg) *cfg = c;
+    return MLA_OK;
+}

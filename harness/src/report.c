@@ -1,0 +1,767 @@
+/* report.c: the run object, the atomic results folder, and the text outputs
+ * (summary.json, metrics.tsv, summary.md, junit.xml, index.html). Plots are in report_plots.c.
+ * summary.json + metrics.tsv are the source of truth: everything else can be re-rendered from them
+ * (mla_rep_render), so a report can be restyled without rerunning a suite. */
+#include "report_internal.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MD_MAX_ROWS 500 /* GitHub step summaries are capped at 1 MiB */
+
+static const char *const verdict_names[] = {"pass", "fail", "skip"};
+
+static char *dup0(const char *s) { return strdup(s ? s : ""); }
+
+/* ---- run object ------------------------------------------------------------------------------ */
+
+static void row_clear(rep_row *w)
+{
+    free(w->case_name); free(w->check); free(w->profile); free(w->path);
+    free(w->tap); free(w->worst); free(w->why);
+}
+
+static void check_clear(rep_check *c)
+{
+    free(c->case_name); free(c->check); free(c->profile); free(c->path);
+    free(c->message); free(c->first_tap); free(c->worst);
+}
+
+void mla_rep_free(mla_rep_run *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->n_rows; i++) row_clear(&r->rows[i]);
+    for (size_t i = 0; i < r->n_checks; i++) check_clear(&r->checks[i]);
+    free(r->rows); free(r->checks); free(r->kl);
+    free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
+    free(r);
+}
+
+static mla_status mkdir_p(const char *dir)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return mla_errorf(MLA_ERR_INVALID, "%s: results path too long", dir);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return mla_errorf(MLA_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return mla_errorf(MLA_ERR_IO, "%s: not a folder", dir);
+    return MLA_OK;
+}
+
+static unsigned random16(void)
+{
+    uint16_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint16_t)(ts.tv_nsec ^ (long)getpid() * 2654435761u);
+    }
+    return v;
+}
+
+mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out)
+{
+    if (!results_dir || !out) return mla_errorf(MLA_ERR_INVALID, "mla_rep_new: NULL argument");
+    mla_status st = mkdir_p(results_dir);
+    if (st != MLA_OK) return st;
+    mla_rep_run *r = calloc(1, sizeof *r);
+    if (!r) return MLA_ERR_NOMEM;
+    /* The suite name becomes part of a folder name: keep it to safe characters. */
+    char safe[64];
+    const char *s = suite_name && *suite_name ? suite_name : "run";
+    size_t k = 0;
+    for (; *s && k < sizeof safe - 1; s++) {
+        char c = *s;
+        safe[k++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ? c : '-';
+    }
+    safe[k] = '\0';
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32], created[32], id[128];
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(id, sizeof id, "%s-%s-%04x", stamp, safe, random16());
+    const char *sha = getenv("MLA_GIT_SHA");
+    if (!sha || !*sha) sha = getenv("GITHUB_SHA");
+    r->results_dir = strdup(results_dir);
+    r->suite = dup0(suite_name);
+    r->run_id = strdup(id);
+    r->created = strdup(created);
+    r->git_sha = strdup(sha && *sha ? sha : "unknown");
+    if (!r->results_dir || !r->suite || !r->run_id || !r->created || !r->git_sha) {
+        mla_rep_free(r);
+        return MLA_ERR_NOMEM;
+    }
+    *out = r;
+    return MLA_OK;
+}
+
+const char *mla_rep_run_id(const mla_rep_run *r) { return r ? r->run_id : ""; }
+const char *mla_rep_note(const mla_rep_run *r) { return r ? r->note : ""; }
+
+mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha)
+{
+    char *d = dup0(sha);
+    if (!d) return MLA_ERR_NOMEM;
+    free(r->git_sha);
+    r->git_sha = d;
+    return MLA_OK;
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return 0;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv) return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *in)
+{
+    if (!r || !in) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_metric: NULL argument");
+    if (grow((void **)&r->rows, &r->cap_rows, r->n_rows, sizeof *r->rows)) return MLA_ERR_NOMEM;
+    rep_row *w = &r->rows[r->n_rows];
+    memset(w, 0, sizeof *w);
+    w->case_name = dup0(in->case_name); w->check = dup0(in->check); w->profile = dup0(in->profile);
+    w->path = dup0(in->path); w->tap = dup0(in->tap); w->why = dup0(in->why);
+    w->worst = dup0(in->worst ? in->worst : "rel_l2");
+    if (!w->case_name || !w->check || !w->profile || !w->path || !w->tap || !w->why || !w->worst) {
+        row_clear(w);
+        return MLA_ERR_NOMEM;
+    }
+    w->layer = in->layer; w->kv_len = in->kv_len; w->n = in->n; w->pass = in->pass ? 1 : 0;
+    w->max_abs = in->max_abs; w->max_rel = in->max_rel; w->nmse_db = in->nmse_db;
+    w->cos_diff = in->cos_diff; w->rel_l2 = in->rel_l2; w->ulp_p99 = in->ulp_p99; w->headroom = in->headroom;
+    r->n_rows++;
+    return MLA_OK;
+}
+
+mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *check, const char *profile,
+                             const char *path, mla_rep_verdict v, const char *message, int first_layer,
+                             const char *first_tap)
+{
+    if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_check: NULL run");
+    if ((unsigned)v > MLA_REP_SKIP) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_check: verdict %d; expected pass, fail or skip", (int)v);
+    if (grow((void **)&r->checks, &r->cap_checks, r->n_checks, sizeof *r->checks)) return MLA_ERR_NOMEM;
+    rep_check *c = &r->checks[r->n_checks];
+    memset(c, 0, sizeof *c);
+    c->case_name = dup0(case_name); c->check = dup0(check); c->profile = dup0(profile); c->path = dup0(path);
+    c->message = dup0(message); c->first_tap = dup0(first_tap); c->worst = dup0("");
+    if (!c->case_name || !c->check || !c->profile || !c->path || !c->message || !c->first_tap || !c->worst) {
+        check_clear(c);
+        return MLA_ERR_NOMEM;
+    }
+    c->v = v;
+    c->first_layer = first_layer;
+    c->worst_value = c->headroom = NAN;
+    r->n_checks++;
+    return MLA_OK;
+}
+
+mla_status mla_rep_add_kl(mla_rep_run *r, double kl)
+{
+    if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_kl: NULL run");
+    if (grow((void **)&r->kl, &r->cap_kl, r->n_kl, sizeof *r->kl)) return MLA_ERR_NOMEM;
+    r->kl[r->n_kl++] = kl;
+    return MLA_OK;
+}
+
+void mla_rep_counts(const mla_rep_run *r, int *pass, int *fail, int *skip)
+{
+    int c[3] = {0, 0, 0};
+    for (size_t i = 0; r && i < r->n_checks; i++) c[r->checks[i].v]++;
+    if (pass) *pass = c[0];
+    if (fail) *fail = c[1];
+    if (skip) *skip = c[2];
+}
+
+static double row_metric(const rep_row *w, const char *name)
+{
+    if (strcmp(name, "max_abs") == 0) return w->max_abs;
+    if (strcmp(name, "max_rel") == 0) return w->max_rel;
+    if (strcmp(name, "nmse_db") == 0 || strcmp(name, "nmse") == 0) return w->nmse_db;
+    if (strcmp(name, "cos_diff") == 0) return w->cos_diff;
+    if (strcmp(name, "ulp_p99") == 0) return w->ulp_p99;
+    return w->rel_l2;
+}
+
+/* Worst headroom of each check over its metric rows; NaN headroom counts as the worst. */
+static void summarize_checks(mla_rep_run *r)
+{
+    for (size_t i = 0; i < r->n_checks; i++) {
+        rep_check *c = &r->checks[i];
+        const rep_row *best = NULL;
+        for (size_t j = 0; j < r->n_rows; j++) {
+            const rep_row *w = &r->rows[j];
+            if (strcmp(w->case_name, c->case_name) || strcmp(w->check, c->check) || strcmp(w->profile, c->profile) ||
+                strcmp(w->path, c->path))
+                continue;
+            if (!best || isnan(w->headroom) || (!isnan(best->headroom) && w->headroom > best->headroom)) best = w;
+        }
+        if (!best) continue;
+        char *wn = strdup(best->worst);
+        if (wn) {
+            free(c->worst);
+            c->worst = wn;
+        }
+        c->worst_value = row_metric(best, best->worst);
+        c->headroom = best->headroom;
+    }
+}
+
+/* ---- escaping -------------------------------------------------------------------------------- */
+
+void mla_rep_xml_escape(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default:
+            /* XML 1.0 forbids other control characters even as references. */
+            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') fputs("&#xFFFD;", f);
+            else fputc(c, f);
+        }
+    }
+}
+
+void mla_rep_md_escape(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '|') fputs("\\|", f);
+        else if (c == '<') fputs("&lt;", f);
+        else if (c == '>') fputs("&gt;", f);
+        else if (c == '&') fputs("&amp;", f);
+        else if (c < 0x20) fputc(' ', f);
+        else fputc(c, f);
+    }
+}
+
+/* ---- summary.json ---------------------------------------------------------------------------- */
+
+static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static int n_cases(const mla_rep_run *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->n_checks; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(r->checks[j].case_name, r->checks[i].case_name) != 0) j++;
+        n += j == i;
+    }
+    return n;
+}
+
+static mla_status write_json(const mla_rep_run *r, const char *dir)
+{
+    int pass, fail, skip;
+    mla_rep_counts(r, &pass, &fail, &skip);
+    size_t rows_failed = 0;
+    for (size_t i = 0; i < r->n_rows; i++) rows_failed += !r->rows[i].pass;
+    json_t *root = json_object(), *checks = json_array(), *kl = json_array();
+    if (!root || !checks || !kl) goto nomem;
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "run_id", json_string(r->run_id));
+    json_object_set_new(root, "suite", json_string(r->suite));
+    json_object_set_new(root, "git_sha", json_string(r->git_sha));
+    json_object_set_new(root, "created", json_string(r->created));
+    json_object_set_new(root, "wall_seconds", jnum(r->wall));
+    json_object_set_new(root, "verdict", json_string(fail ? "fail" : "pass"));
+    json_object_set_new(root, "counts", json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I}", "checks", (int)r->n_checks,
+                                                  "pass", pass, "fail", fail, "skip", skip, "cases", n_cases(r),
+                                                  "metrics", (json_int_t)r->n_rows, "metrics_failed", (json_int_t)rows_failed));
+    json_object_set_new(root, "note", json_string(r->note));
+    for (size_t i = 0; i < r->n_checks; i++) {
+        const rep_check *c = &r->checks[i];
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s}", "case", c->case_name, "check", c->check,
+                              "profile", c->profile, "path", c->path, "verdict", verdict_names[c->v], "message",
+                              c->message, "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "headroom",
+                              jnum(c->headroom), "first_layer", c->first_layer, "first_tap", c->first_tap);
+        if (!o || json_array_append_new(checks, o)) goto nomem;
+    }
+    for (size_t i = 0; i < r->n_kl; i++)
+        if (json_array_append_new(kl, jnum(r->kl[i]))) goto nomem;
+    json_object_set_new(root, "checks", checks);
+    json_object_set_new(root, "logits_kl", kl);
+    checks = kl = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    if (json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
+        json_decref(root);
+        return mla_errorf(MLA_ERR_IO, "%s: cannot write", path);
+    }
+    json_decref(root);
+    return MLA_OK;
+nomem:
+    json_decref(root);
+    json_decref(checks);
+    json_decref(kl);
+    return mla_errorf(MLA_ERR_NOMEM, "summary.json: out of memory");
+}
+
+/* ---- metrics.tsv ----------------------------------------------------------------------------- */
+
+static const char tsv_header[] = "case\tcheck\tprofile\tpath\tlayer\ttap\tkv_len\tn\tmax_abs\tmax_rel\tnmse_db\t"
+                                 "cos_diff\trel_l2\tulp_p99\theadroom\tpass\tworst\twhy";
+#define TSV_COLS 18
+
+/* Text fields must not break the table. */
+static void tsv_text(FILE *f, const char *s)
+{
+    for (; *s; s++) fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+static mla_status write_tsv(const mla_rep_run *r, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.tsv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    fprintf(f, "%s\n", tsv_header);
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const rep_row *w = &r->rows[i];
+        const char *txt[4] = {w->case_name, w->check, w->profile, w->path};
+        for (int k = 0; k < 4; k++) {
+            tsv_text(f, txt[k]);
+            fputc('\t', f);
+        }
+        fprintf(f, "%d\t", w->layer);
+        tsv_text(f, w->tap);
+        fprintf(f, "\t%d\t%lld\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%d\t", w->kv_len, (long long)w->n,
+                w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom, w->pass);
+        tsv_text(f, w->worst);
+        fputc('\t', f);
+        tsv_text(f, w->why);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    return MLA_OK;
+}
+
+/* ---- summary.md ------------------------------------------------------------------------------ */
+
+static void fmt_g(char *buf, size_t n, double x)
+{
+    if (isnan(x)) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.3g", x);
+}
+
+static void md_check_row(FILE *f, const rep_check *c, int with_detail)
+{
+    char wv[32], hr[32];
+    fmt_g(wv, sizeof wv, c->worst_value);
+    fmt_g(hr, sizeof hr, c->headroom);
+    fputs("| ", f); mla_rep_md_escape(f, c->case_name);
+    fputs(" | ", f); mla_rep_md_escape(f, c->check);
+    fputs(" | ", f); mla_rep_md_escape(f, c->profile);
+    fputs(" | ", f); mla_rep_md_escape(f, c->path);
+    fprintf(f, " | %s | ", c->v == MLA_REP_PASS ? "pass" : c->v == MLA_REP_FAIL ? "**FAIL**" : "skip");
+    if (*c->worst) { mla_rep_md_escape(f, c->worst); fprintf(f, " %s", wv); }
+    fprintf(f, " | %s |", hr);
+    if (with_detail) {
+        fputc(' ', f);
+        if (c->first_layer >= 0 || *c->first_tap) {
+            if (c->first_layer >= 0) fprintf(f, "layer %d ", c->first_layer);
+            mla_rep_md_escape(f, c->first_tap);
+        }
+        fputs(" | ", f);
+        mla_rep_md_escape(f, c->message);
+        fputs(" |", f);
+    }
+    fputc('\n', f);
+}
+
+static mla_status write_md(const mla_rep_run *r, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    int pass, fail, skip;
+    mla_rep_counts(r, &pass, &fail, &skip);
+    fprintf(f, "## mlacheck %s: %s\n\n", r->suite, fail ? "FAIL" : "PASS");
+    fprintf(f, "%s**%d failed**, %d passed, %d skipped of %zu checks in %d cases; %zu tensors compared; wall %.1f s; "
+               "git `%s`; run `%s`\n\n",
+            fail ? ":x: " : ":white_check_mark: ", fail, pass, skip, r->n_checks, n_cases(r), r->n_rows, r->wall,
+            r->git_sha, r->run_id);
+    if (*r->note) {
+        fputs("> ", f);
+        mla_rep_md_escape(f, r->note);
+        fputs("\n\n", f);
+    }
+    if (fail) {
+        fputs("### Failing checks\n\n| case | check | profile | path | result | worst | headroom | first divergence | message |\n"
+              "|---|---|---|---|---|---|---|---|---|\n", f);
+        for (size_t i = 0; i < r->n_checks; i++)
+            if (r->checks[i].v == MLA_REP_FAIL) md_check_row(f, &r->checks[i], 1);
+        fputc('\n', f);
+    }
+    fputs("### All checks\n\n| case | check | profile | path | result | worst | headroom |\n|---|---|---|---|---|---|---|\n", f);
+    for (size_t i = 0; i < r->n_checks && i < MD_MAX_ROWS; i++) md_check_row(f, &r->checks[i], 0);
+    if (r->n_checks > MD_MAX_ROWS) fprintf(f, "\n%zu more checks in summary.json\n", r->n_checks - MD_MAX_ROWS);
+    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    return MLA_OK;
+}
+
+/* ---- junit.xml ------------------------------------------------------------------------------- */
+
+static mla_status write_junit(const mla_rep_run *r, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/junit.xml", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    int pass, fail, skip;
+    mla_rep_counts(r, &pass, &fail, &skip);
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mlacheck ", f);
+    mla_rep_xml_escape(f, r->suite);
+    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", r->n_checks, fail, skip,
+            isfinite(r->wall) ? r->wall : 0.0);
+    /* One testsuite per case, in order of first appearance. */
+    for (size_t i = 0; i < r->n_checks; i++) {
+        const char *cname = r->checks[i].case_name;
+        size_t j = 0;
+        while (j < i && strcmp(r->checks[j].case_name, cname) != 0) j++;
+        if (j < i) continue;
+        int t = 0, cf = 0, cs = 0;
+        for (size_t k = i; k < r->n_checks; k++)
+            if (strcmp(r->checks[k].case_name, cname) == 0) {
+                t++;
+                cf += r->checks[k].v == MLA_REP_FAIL;
+                cs += r->checks[k].v == MLA_REP_SKIP;
+            }
+        fputs("  <testsuite name=\"", f);
+        mla_rep_xml_escape(f, cname);
+        fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\">\n", t, cf, cs);
+        for (size_t k = i; k < r->n_checks; k++) {
+            const rep_check *c = &r->checks[k];
+            if (strcmp(c->case_name, cname) != 0) continue;
+            fputs("    <testcase classname=\"", f);
+            mla_rep_xml_escape(f, r->suite);
+            fputc('.', f);
+            mla_rep_xml_escape(f, cname);
+            fputs("\" name=\"", f);
+            mla_rep_xml_escape(f, c->check);
+            fputc('/', f);
+            mla_rep_xml_escape(f, c->profile);
+            fputc('/', f);
+            mla_rep_xml_escape(f, c->path);
+            if (c->v == MLA_REP_PASS) {
+                fputs("\"/>\n", f);
+                continue;
+            }
+            fputs("\">\n      <", f);
+            fputs(c->v == MLA_REP_FAIL ? "failure" : "skipped", f);
+            fputs(" message=\"", f);
+            mla_rep_xml_escape(f, c->message);
+            fputs("\">", f);
+            if (c->v == MLA_REP_FAIL) {
+                fprintf(f, "worst %s = %.6g, headroom %.6g", c->worst, c->worst_value, c->headroom);
+                if (c->first_layer >= 0) fprintf(f, "; first diverging: layer %d", c->first_layer);
+                if (*c->first_tap) {
+                    fputs(c->first_layer >= 0 ? " tap " : "; first diverging tap ", f);
+                    mla_rep_xml_escape(f, c->first_tap);
+                }
+                /* The failing tensors of this check, worst first is not needed: order of computation. */
+                int shown = 0;
+                for (size_t q = 0; q < r->n_rows && shown < 20; q++) {
+                    const rep_row *w = &r->rows[q];
+                    if (w->pass || strcmp(w->case_name, c->case_name) || strcmp(w->check, c->check) ||
+                        strcmp(w->profile, c->profile) || strcmp(w->path, c->path))
+                        continue;
+                    fprintf(f, "\nlayer %d ", w->layer);
+                    mla_rep_xml_escape(f, w->tap);
+                    if (w->kv_len >= 0) fprintf(f, " kv_len %d", w->kv_len);
+                    fprintf(f, ": max_abs %.3g max_rel %.3g nmse %.1f dB cos_diff %.3g rel_l2 %.3g ulp_p99 %.3g headroom %.3g ",
+                            w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom);
+                    mla_rep_xml_escape(f, w->why);
+                    shown++;
+                }
+                fprintf(f, "</failure>\n");
+            } else {
+                fprintf(f, "</skipped>\n");
+            }
+            fputs("    </testcase>\n", f);
+        }
+        fputs("  </testsuite>\n", f);
+    }
+    fputs("</testsuites>\n", f);
+    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    return MLA_OK;
+}
+
+/* ---- index.html ------------------------------------------------------------------------------ */
+
+static void html_cell(FILE *f, const char *s)
+{
+    fputs("<td>", f);
+    mla_rep_xml_escape(f, s);
+    fputs("</td>", f);
+}
+
+static mla_status write_html(const mla_rep_run *r, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    int pass, fail, skip;
+    mla_rep_counts(r, &pass, &fail, &skip);
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mlacheck ", f);
+    mla_rep_xml_escape(f, r->run_id);
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}tr.fail{background:#fdd}tr.skip{color:#888}"
+          "img{max-width:48%;margin:4px;border:1px solid #eee}</style></head><body>\n<h1>mlacheck ", f);
+    mla_rep_xml_escape(f, r->suite);
+    fprintf(f, ": %s</h1>\n<p>%d failed, %d passed, %d skipped of %zu checks; %zu tensors compared; wall %.1f s; git <code>",
+            fail ? "FAIL" : "PASS", fail, pass, skip, r->n_checks, r->n_rows, r->wall);
+    mla_rep_xml_escape(f, r->git_sha);
+    fputs("</code>; run <code>", f);
+    mla_rep_xml_escape(f, r->run_id);
+    fputs("</code>; <a href=\"summary.json\">summary.json</a>, <a href=\"metrics.tsv\">metrics.tsv</a>, "
+          "<a href=\"junit.xml\">junit.xml</a>, <a href=\"summary.md\">summary.md</a></p>\n", f);
+    if (*r->note) {
+        fputs("<p><em>", f);
+        mla_rep_xml_escape(f, r->note);
+        fputs("</em></p>\n", f);
+    }
+    fputs("<h2>Checks</h2>\n<table><tr><th>case</th><th>check</th><th>profile</th><th>path</th><th>result</th>"
+          "<th>worst</th><th>headroom</th><th>first divergence</th><th>message</th></tr>\n", f);
+    /* Failures first, then the rest in run order. */
+    for (int pass_no = 0; pass_no < 2; pass_no++)
+        for (size_t i = 0; i < r->n_checks; i++) {
+            const rep_check *c = &r->checks[i];
+            if ((c->v == MLA_REP_FAIL) != (pass_no == 0)) continue;
+            char wv[48], hr[32], fl[128];
+            fmt_g(hr, sizeof hr, c->headroom);
+            char num[32];
+            fmt_g(num, sizeof num, c->worst_value);
+            snprintf(wv, sizeof wv, "%s %s", c->worst, *c->worst ? num : "");
+            if (c->first_layer >= 0) snprintf(fl, sizeof fl, "layer %d %s", c->first_layer, c->first_tap);
+            else snprintf(fl, sizeof fl, "%s", c->first_tap);
+            fprintf(f, "<tr class=\"%s\">", verdict_names[c->v]);
+            html_cell(f, c->case_name); html_cell(f, c->check); html_cell(f, c->profile); html_cell(f, c->path);
+            html_cell(f, verdict_names[c->v]); html_cell(f, wv); html_cell(f, hr); html_cell(f, fl);
+            html_cell(f, c->message);
+            fputs("</tr>\n", f);
+        }
+    fputs("</table>\n<h2>Plots</h2>\n", f);
+    char lpath[4300];
+    snprintf(lpath, sizeof lpath, "%s/plots/%s", dir, MLA_REP_PLOT_LIST);
+    FILE *lf = fopen(lpath, "r");
+    int shown = 0;
+    if (lf) {
+        char line[512];
+        while (fgets(line, sizeof line, lf)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            char *tab = strchr(line, '\t');
+            if (!tab) continue;
+            *tab = '\0';
+            fputs("<figure style=\"display:inline-block\"><a href=\"plots/", f);
+            mla_rep_xml_escape(f, line);
+            fputs(".png\"><img src=\"plots/", f);
+            mla_rep_xml_escape(f, line);
+            fputs(".svg\" alt=\"", f);
+            mla_rep_xml_escape(f, tab + 1);
+            fputs("\"></a><figcaption>", f);
+            mla_rep_xml_escape(f, tab + 1);
+            fputs("</figcaption></figure>\n", f);
+            shown++;
+        }
+        fclose(lf);
+    }
+    if (!shown) fputs("<p>No plots.</p>\n", f);
+    fputs("</body></html>\n", f);
+    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    return MLA_OK;
+}
+
+/* ---- finish / render ------------------------------------------------------------------------- */
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    remove(p);
+    return 0;
+}
+
+static mla_status render(mla_rep_run *r, const char *dir, int with_junit)
+{
+    char note[512] = "";
+    mla_status st = mla_rep_write_plots(r, dir, note, sizeof note);
+    if (st != MLA_OK) return st;
+    snprintf(r->note, sizeof r->note, "%s", note);
+    if ((st = write_md(r, dir)) != MLA_OK) return st;
+    if (with_junit && (st = write_junit(r, dir)) != MLA_OK) return st;
+    return write_html(r, dir);
+}
+
+mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, size_t n)
+{
+    if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_finish: NULL run");
+    r->wall = wall_seconds;
+    summarize_checks(r);
+    char tmp[4200], final[4200];
+    snprintf(final, sizeof final, "%s/%s", r->results_dir, r->run_id);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp-XXXXXX", r->results_dir, r->run_id);
+    if (!mkdtemp(tmp)) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    chmod(tmp, 0755); /* mkdtemp makes it 0700; results are meant to be read */
+    mla_status st = render(r, tmp, 1); /* plots first: the note they leave goes into the JSON */
+    if (st == MLA_OK) st = write_tsv(r, tmp);
+    if (st == MLA_OK) st = write_json(r, tmp);
+    if (st == MLA_OK && rename(tmp, final) != 0)
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
+    if (st != MLA_OK) {
+        nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return st;
+    }
+    if (out_dir && n) snprintf(out_dir, n, "%s", final);
+    return MLA_OK;
+}
+
+/* Loading a run folder back (for mla_rep_render). */
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static double jdbl(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static mla_status load_tsv(mla_rep_run *r, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int ln = 0;
+    mla_status st = MLA_OK;
+    while (st == MLA_OK && getline(&line, &cap, f) > 0) {
+        ln++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (ln == 1) {
+            if (strcmp(line, tsv_header) != 0) st = mla_errorf(MLA_ERR_FORMAT, "%s:1: header; expected '%s'", path, tsv_header);
+            continue;
+        }
+        char *col[TSV_COLS];
+        int nc = 0;
+        for (char *p = line; nc < TSV_COLS; nc++) {
+            col[nc] = p;
+            char *t = strchr(p, '\t');
+            if (!t) {
+                nc++;
+                break;
+            }
+            *t = '\0';
+            p = t + 1;
+        }
+        if (nc != TSV_COLS) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s:%d: %d columns; expected %d", path, ln, nc, TSV_COLS);
+            break;
+        }
+        mla_rep_row w = {
+            .case_name = col[0], .check = col[1], .profile = col[2], .path = col[3], .layer = atoi(col[4]),
+            .tap = col[5], .kv_len = atoi(col[6]), .n = strtoll(col[7], NULL, 10), .max_abs = strtod(col[8], NULL),
+            .max_rel = strtod(col[9], NULL), .nmse_db = strtod(col[10], NULL), .cos_diff = strtod(col[11], NULL),
+            .rel_l2 = strtod(col[12], NULL), .ulp_p99 = strtod(col[13], NULL), .headroom = strtod(col[14], NULL),
+            .pass = atoi(col[15]), .worst = col[16], .why = col[17]};
+        st = mla_rep_add_metric(r, &w);
+    }
+    free(line);
+    fclose(f);
+    return st;
+}
+
+mla_status mla_rep_render(const char *dir, char *note, size_t n)
+{
+    if (!dir) return mla_errorf(MLA_ERR_INVALID, "mla_rep_render: NULL folder");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s", path, jerr.line, jerr.text);
+    mla_status st = MLA_OK;
+    mla_rep_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        json_decref(root);
+        return MLA_ERR_NOMEM;
+    }
+    json_t *checks = json_object_get(root, "checks");
+    if (!json_is_object(root) || !json_is_array(checks) || !json_is_string(json_object_get(root, "run_id")))
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: expected an object with run_id and a checks array", path);
+    r->results_dir = strdup(dir);
+    r->suite = strdup(jstr(root, "suite"));
+    r->run_id = strdup(jstr(root, "run_id"));
+    r->git_sha = strdup(jstr(root, "git_sha"));
+    r->created = strdup(jstr(root, "created"));
+    r->wall = jdbl(root, "wall_seconds");
+    if (!r->results_dir || !r->suite || !r->run_id || !r->git_sha || !r->created) st = MLA_ERR_NOMEM;
+    size_t i;
+    json_t *c;
+    if (st == MLA_OK) json_array_foreach(checks, i, c) {
+        const char *v = jstr(c, "verdict");
+        int vi = strcmp(v, "pass") == 0 ? 0 : strcmp(v, "fail") == 0 ? 1 : strcmp(v, "skip") == 0 ? 2 : -1;
+        if (vi < 0) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: checks[%zu].verdict '%s'; expected pass, fail or skip", path, i, v);
+            break;
+        }
+        json_t *fl = json_object_get(c, "first_layer");
+        st = mla_rep_add_check(r, jstr(c, "case"), jstr(c, "check"), jstr(c, "profile"), jstr(c, "path"),
+                               (mla_rep_verdict)vi, jstr(c, "message"), json_is_integer(fl) ? (int)json_integer_value(fl) : -1,
+                               jstr(c, "first_tap"));
+        if (st != MLA_OK) break;
+        rep_check *rc = &r->checks[r->n_checks - 1];
+        char *wn = strdup(jstr(c, "worst_metric"));
+        if (!wn) {
+            st = MLA_ERR_NOMEM;
+            break;
+        }
+        free(rc->worst);
+        rc->worst = wn;
+        rc->worst_value = jdbl(c, "worst_value");
+        rc->headroom = jdbl(c, "headroom");
+    }
+    json_t *kl = json_object_get(root, "logits_kl"), *k;
+    if (st == MLA_OK && json_is_array(kl)) json_array_foreach(kl, i, k) {
+        if ((st = mla_rep_add_kl(r, json_is_number(k) ? json_number_value(k) : NAN)) != MLA_OK) break;
+    }
+    json_decref(root);
+    snprintf(path, sizeof path, "%s/metrics.tsv", dir);
+    if (st == MLA_OK) st = load_tsv(r, path);
+    if (st == MLA_OK) st = render(r, dir, 0);
+    if (st == MLA_OK && note && n) snprintf(note, n, "%s", r->note);
+    mla_rep_free(r);
+    return st;
+}

@@ -1,0 +1,41 @@
+/* report_internal.h: the run object shared by report.c (data, JSON, TSV, text outputs) and
+ * report_plots.c (gnuplot). Not installed. */
+#ifndef MLACHECK_REPORT_INTERNAL_H
+#define MLACHECK_REPORT_INTERNAL_H
+
+#include "mlacheck/report.h"
+
+typedef struct rep_row {
+    char *case_name, *check, *profile, *path, *tap, *worst, *why;
+    int layer, kv_len, pass;
+    int64_t n;
+    double max_abs, max_rel, nmse_db, cos_diff, rel_l2, ulp_p99, headroom;
+} rep_row;
+
+typedef struct rep_check {
+    char *case_name, *check, *profile, *path, *message, *first_tap, *worst;
+    int first_layer;
+    mla_rep_verdict v;
+    double worst_value, headroom; /* NAN when the check has no metric rows */
+} rep_check;
+
+struct mla_rep_run {
+    char *results_dir, *suite, *run_id, *git_sha, *created;
+    double wall;
+    rep_row *rows;
+    size_t n_rows, cap_rows;
+    rep_check *checks;
+    size_t n_checks, cap_checks;
+    double *kl;
+    size_t n_kl, cap_kl;
+    char note[512];
+};
+
+/* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a
+ * note, not an error; errors are I/O only. */
+mla_status mla_rep_write_plots(const mla_rep_run *r, const char *dir, char *note, size_t n);
+/* plots/plots.txt lists the plots that were produced, one "name<TAB>title" a line; index.html
+ * shows those (plots/<name>.svg, linking plots/<name>.png). */
+#define MLA_REP_PLOT_LIST "plots.txt"
+
+#endif

@@ -1,0 +1,219 @@
+/* rules.c: the tolerance rules file (format in rules.h). */
+#include "mlacheck/rules.h"
+#include "mlacheck/suite.h" /* edit-distance suggestions */
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    regex_t re[3]; /* tap, profile, check */
+    mla_rule_limits lim;
+} rule;
+
+struct mla_rules {
+    char *origin;
+    rule *v;
+    int n;
+};
+
+static const char *const limit_keys[] = {
+#define X(f) #f,
+    MLA_RULE_LIMIT_LIST(X)
+#undef X
+    "ulp_dtype",
+};
+#define N_LIMIT_KEYS ((int)(sizeof limit_keys / sizeof limit_keys[0]))
+
+static double *limit_field(mla_rule_limits *l, int k)
+{
+    double *f[] = {
+#define X(name) &l->name,
+        MLA_RULE_LIMIT_LIST(X)
+#undef X
+    };
+    return k < (int)(sizeof f / sizeof f[0]) ? f[k] : NULL;
+}
+
+void mla_rules_free(mla_rules *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n; i++)
+        for (int j = 0; j < 3; j++) regfree(&r->v[i].re[j]);
+    free(r->v);
+    free(r->origin);
+    free(r);
+}
+
+int mla_rules_count(const mla_rules *r) { return r ? r->n : 0; }
+const char *mla_rules_origin(const mla_rules *r) { return r ? r->origin : ""; }
+
+/* One line (comment already stripped, non-empty) into *out. */
+static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
+{
+    static const char *const what[3] = {"tap", "profile", "check"};
+    char *tok[64];
+    int n = 0;
+    char *save = NULL;
+    for (char *s = strtok_r(t, " \t\r", &save); s; s = strtok_r(NULL, " \t\r", &save)) {
+        if (n == 64) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: too many fields (at most 64)", origin, line);
+        tok[n++] = s;
+    }
+    if (n < 4)
+        return mla_errorf(MLA_ERR_FORMAT,
+                          "%s:%d: %d field(s); expected '<tap regex> <profile regex> <check regex> key=value...'",
+                          origin, line, n);
+    memset(out, 0, sizeof *out);
+    out->lim.ulp_dtype = MLA_F64;
+    out->lim.line = line;
+    unsigned seen = 0;
+    int have_dtype = 0;
+    for (int i = 3; i < n; i++) {
+        char *eq = strchr(tok[i], '=');
+        if (!eq) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: '%s'; expected key=value", origin, line, tok[i]);
+        *eq = '\0';
+        const char *key = tok[i], *val = eq + 1;
+        int k = -1;
+        for (int j = 0; j < N_LIMIT_KEYS; j++)
+            if (strcmp(limit_keys[j], key) == 0) k = j;
+        if (k < 0) {
+            const char *sug = mla_suite_suggest(key, limit_keys, N_LIMIT_KEYS);
+            if (sug) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: unknown key '%s' (did you mean '%s'?)", origin, line, key, sug);
+            return mla_errorf(MLA_ERR_FORMAT,
+                              "%s:%d: unknown key '%s'; expected max_abs, max_rel, rel_floor, nmse, cos_diff, "
+                              "mismatch_frac, ulp_p99, rel_l2 or ulp_dtype",
+                              origin, line, key);
+        }
+        if (seen & (1u << k)) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: key '%s' given twice", origin, line, key);
+        seen |= 1u << k;
+        double *f = limit_field(&out->lim, k);
+        if (!f) {
+            if (mla_dtype_from_name(val, &out->lim.ulp_dtype) != 0)
+                return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_dtype '%s'; expected a dtype name (f32, bf16, e4m3fn, ...)",
+                                  origin, line, val);
+            have_dtype = 1;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        double x = strtod(val, &end);
+        if (!*val || *end || errno == ERANGE || !isfinite(x) || x < 0)
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s = '%s'; expected a finite number >= 0", origin, line, key, val);
+        *f = x;
+    }
+    if (out->lim.ulp_p99 > 0 && !have_dtype)
+        return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_p99 needs ulp_dtype (the type the ULPs count in)", origin, line);
+    for (int j = 0; j < 3; j++) {
+        size_t len = strlen(tok[j]) + 5;
+        char *anch = malloc(len);
+        if (!anch) return MLA_ERR_NOMEM;
+        snprintf(anch, len, "^(%s)$", tok[j]);
+        int rc = regcomp(&out->re[j], anch, REG_EXTENDED | REG_NOSUB);
+        free(anch);
+        if (rc != 0) {
+            char msg[128];
+            regerror(rc, &out->re[j], msg, sizeof msg);
+            for (int k = 0; k < j; k++) regfree(&out->re[k]);
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s regex '%s': %s", origin, line, what[j], tok[j], msg);
+        }
+    }
+    return MLA_OK;
+}
+
+mla_status mla_rules_parse(const char *text, const char *origin, mla_rules **out)
+{
+    if (!text || !out) return mla_errorf(MLA_ERR_INVALID, "mla_rules_parse: NULL argument");
+    if (!origin) origin = "<rules>";
+    mla_rules *r = calloc(1, sizeof *r);
+    if (!r || !(r->origin = strdup(origin))) {
+        free(r);
+        return mla_errorf(MLA_ERR_NOMEM, "%s: out of memory", origin);
+    }
+    mla_status st = MLA_OK;
+    int line = 0;
+    for (const char *at = text; *at && st == MLA_OK;) {
+        size_t len = strcspn(at, "\n");
+        line++;
+        char *buf = malloc(len + 1);
+        if (!buf) {
+            st = MLA_ERR_NOMEM;
+            break;
+        }
+        memcpy(buf, at, len);
+        buf[len] = '\0';
+        at += len + (at[len] == '\n');
+        char *hash = strchr(buf, '#');
+        if (hash) *hash = '\0';
+        char *t = buf;
+        while (isspace((unsigned char)*t)) t++;
+        if (*t) {
+            rule *nv = realloc(r->v, sizeof *nv * (size_t)(r->n + 1));
+            if (!nv) st = MLA_ERR_NOMEM;
+            else {
+                r->v = nv;
+                st = parse_rule(origin, line, t, &r->v[r->n]);
+                if (st == MLA_OK) r->n++;
+            }
+        }
+        free(buf);
+    }
+    if (st == MLA_OK && r->n == 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: no rules; expected at least a catch-all '.* .* .* ...'", origin);
+    if (st != MLA_OK) {
+        if (st == MLA_ERR_NOMEM) mla_errorf(st, "%s: out of memory", origin);
+        mla_rules_free(r);
+        return st;
+    }
+    *out = r;
+    return MLA_OK;
+}
+
+mla_status mla_rules_load(const char *path, mla_rules **out)
+{
+    if (!path || !out) return mla_errorf(MLA_ERR_INVALID, "mla_rules_load: NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return mla_errorf(errno == ENOENT ? MLA_ERR_NOT_FOUND : MLA_ERR_IO, "%s: cannot open rules: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 16384;
+            char *nt = realloc(text, cap);
+            if (!nt) {
+                free(text);
+                fclose(f);
+                return mla_errorf(MLA_ERR_NOMEM, "%s: out of memory", path);
+            }
+            text = nt;
+        }
+        size_t got = fread(text + len, 1, 4096, f);
+        len += got;
+        if (got < 4096) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(text);
+        return mla_errorf(MLA_ERR_IO, "%s: read error", path);
+    }
+    text[len] = '\0';
+    mla_status st = strlen(text) == len ? mla_rules_parse(text, path, out)
+                                        : mla_errorf(MLA_ERR_FORMAT, "%s: contains a NUL byte; expected text", path);
+    free(text);
+    return st;
+}
+
+const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, const char *profile, const char *check)
+{
+    if (!r || !tap || !profile || !check) return NULL;
+    const char *names[3] = {tap, profile, check};
+    for (int i = 0; i < r->n; i++) {
+        int j = 0;
+        while (j < 3 && regexec(&r->v[i].re[j], names[j], 0, NULL, 0) == 0) j++;
+        if (j == 3) return &r->v[i].lim;
+    }
+    return NULL;
+}

@@ -1,0 +1,503 @@
+/* test_h5io.c: golden HDF5 round trip (bit-exact), damaged files, version and checksum checks,
+ * plus the in-memory dump API. Files go to a fresh folder under /tmp, removed at the end. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <hdf5.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mlacheck/dump.h"
+#include "mlacheck/h5io.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+/* Tiny MoE config: layer 0 dense, layer 1 MoE (4 experts, top-2). */
+static mla_config test_config(void)
+{
+    mla_config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.model_type, sizeof c.model_type, "deepseek_v2");
+    c.vocab_size = 16;
+    c.hidden_size = 8;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 2;
+    c.q_lora_rank = 0;
+    c.kv_lora_rank = 8;
+    c.qk_nope_head_dim = 4;
+    c.qk_rope_head_dim = 2;
+    c.v_head_dim = 4;
+    c.intermediate_size = 16;
+    c.moe_intermediate_size = 8;
+    c.first_k_dense_replace = 1;
+    c.moe_layer_freq = 1;
+    c.n_routed_experts = 4;
+    c.n_shared_experts = 1;
+    c.num_experts_per_tok = 2;
+    c.n_group = 1;
+    c.topk_group = 1;
+    c.scoring_func = MLA_SCORE_SOFTMAX;
+    c.topk_method = MLA_TOPK_GREEDY;
+    c.routed_scaling_factor = 1.0;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 10000.0;
+    c.max_position_embeddings = 64;
+    c.weight_block_size = 128;
+    return c;
+}
+
+#define NTOK 3
+
+static mla_tensor *new_tap(mla_dtype dt, mla_tap tap, const mla_config *c)
+{
+    int64_t shape[MLA_MAX_DIMS];
+    int nd = mla_tap_shape(tap, c, NTOK, shape);
+    mla_tensor *t = NULL;
+    assert_int_equal(mla_tensor_new(&t, dt, nd, shape, mla_tap_name(tap)), MLA_OK);
+    return t;
+}
+
+/* A dump with f64, f32, bf16 (incl. NaN payload, -0, inf bit patterns), e4m3fn and i32 taps. */
+static mla_dump *make_dump(void)
+{
+    mla_config c = test_config();
+    mla_dump *d = NULL;
+    assert_int_equal(mla_dump_new(&d, &c), MLA_OK);
+    snprintf(d->meta.producer, sizeof d->meta.producer, "mlacheck dump --model test \"quoted\"");
+    snprintf(d->meta.engine, sizeof d->meta.engine, "ref");
+    snprintf(d->meta.profile, sizeof d->meta.profile, "bf16");
+    snprintf(d->meta.path, sizeof d->meta.path, "decode");
+    d->meta.prefill_len = 2;
+    d->meta.chunk = 0;
+    snprintf(d->meta.git_sha, sizeof d->meta.git_sha, "0123456789abcdef0123456789abcdef01234567");
+    d->meta.seed = 4000000000u; /* above INT32_MAX: uint32 must survive */
+    snprintf(d->meta.model, sizeof d->meta.model, "tiny-test");
+    snprintf(d->meta.weights_hash, sizeof d->meta.weights_hash, "00ff00ff00ff00ff");
+    snprintf(d->meta.created, sizeof d->meta.created, "2025-01-02T03:04:05Z");
+
+    int64_t s = NTOK;
+    assert_int_equal(mla_tensor_new(&d->tokens, MLA_I32, 1, &s, "tokens"), MLA_OK);
+    int32_t *tok = d->tokens->data;
+    tok[0] = 1, tok[1] = 15, tok[2] = 7;
+
+    mla_tensor *e = new_tap(MLA_F64, MLA_TAP_EMBED, &c);
+    double *ev = e->data;
+    for (int64_t i = 0; i < mla_tensor_numel(e); i++) ev[i] = (double)(i + 1) / 3.0 - 2.0;
+    ev[0] = -0.0;
+    ev[1] = 4.9e-324; /* smallest subnormal */
+    ev[2] = 1.2345678901234567e300;
+    mla_dump_set(d, 0, MLA_TAP_EMBED, e);
+
+    mla_tensor *n = new_tap(MLA_BF16, MLA_TAP_ATTN_NORM, &c);
+    uint16_t *nv = n->data;
+    for (int64_t i = 0; i < mla_tensor_numel(n); i++) nv[i] = (uint16_t)(0x3F80 + 37 * i);
+    nv[0] = 0x7FC1; /* NaN with a payload */
+    nv[1] = 0x8000; /* -0 */
+    nv[2] = 0xFF80; /* -inf */
+    nv[3] = 0x0001; /* subnormal */
+    mla_dump_set(d, 0, MLA_TAP_ATTN_NORM, n);
+
+    mla_tensor *kv = new_tap(MLA_E4M3FN, MLA_TAP_KV_C, &c);
+    uint8_t *kvv = kv->data;
+    for (int64_t i = 0; i < mla_tensor_numel(kv); i++) kvv[i] = (uint8_t)(i * 11 + 3);
+    mla_dump_set(d, 0, MLA_TAP_KV_C, kv);
+
+    mla_tensor *ids = new_tap(MLA_I32, MLA_TAP_TOPK_IDS, &c);
+    int32_t *iv = ids->data;
+    for (int64_t i = 0; i < mla_tensor_numel(ids); i++) iv[i] = (int32_t)(i % 4);
+    mla_dump_set(d, 1, MLA_TAP_TOPK_IDS, ids);
+
+    mla_tensor *rl = new_tap(MLA_F32, MLA_TAP_ROUTER_LOGITS, &c);
+    float *rv = rl->data;
+    for (int64_t i = 0; i < mla_tensor_numel(rl); i++) rv[i] = 0.1f * (float)i - 0.55f;
+    mla_dump_set(d, 1, MLA_TAP_ROUTER_LOGITS, rl);
+
+    mla_tensor *lg = new_tap(MLA_F64, MLA_TAP_LOGITS, &c);
+    double *lv = lg->data;
+    for (int64_t i = 0; i < mla_tensor_numel(lg); i++) lv[i] = sin((double)i);
+    mla_dump_set(d, 0, MLA_TAP_LOGITS, lg);
+    return d;
+}
+
+static void assert_same_tensor(const mla_tensor *x, const mla_tensor *y)
+{
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_int_equal(x->dtype, y->dtype);
+    assert_int_equal(x->ndim, y->ndim);
+    for (int i = 0; i < x->ndim; i++) assert_int_equal(x->shape[i], y->shape[i]);
+    assert_int_equal(mla_tensor_nbytes(x), mla_tensor_nbytes(y));
+    assert_memory_equal(x->data, y->data, mla_tensor_nbytes(x));
+}
+
+static void assert_error_names(const char *needle)
+{
+    const char *msg = mla_last_error();
+    if (!strstr(msg, needle)) fail_msg("error detail \"%s\" does not contain \"%s\"", msg, needle);
+}
+
+static void write_sample(const char *path)
+{
+    mla_dump *d = make_dump();
+    mla_status st = mla_h5_write(path, d);
+    if (st) fail_msg("write %s: %s", path, mla_last_error());
+    mla_dump_free(d);
+}
+
+/* ---- tests ---- */
+
+static void test_crc32_known_vector(void **state)
+{
+    (void)state;
+    assert_int_equal(mla_h5_crc32(0, "123456789", 9), 0xCBF43926u);
+    assert_int_equal(mla_h5_crc32(0, "", 0), 0u);
+    /* chaining equals one pass, like zlib */
+    assert_int_equal(mla_h5_crc32(mla_h5_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+}
+
+static void test_dump_slots(void **state)
+{
+    (void)state;
+    mla_config c = test_config();
+    mla_dump *d = NULL;
+    assert_int_equal(mla_dump_new(&d, &c), MLA_OK);
+    assert_int_equal(d->n_layers, 2);
+    assert_int_equal(d->meta.schema_version, MLA_DUMP_SCHEMA_VERSION);
+    assert_null(mla_dump_slot(d, 2, MLA_TAP_KV_C));
+    assert_null(mla_dump_slot(d, -1, MLA_TAP_KV_C));
+    assert_ptr_equal(mla_dump_slot(d, 7, MLA_TAP_LOGITS), &d->global[MLA_TAP_LOGITS]);
+    mla_tensor *t = new_tap(MLA_F32, MLA_TAP_KV_C, &c);
+    mla_dump_set(d, 1, MLA_TAP_KV_C, t);
+    assert_ptr_equal(mla_dump_get(d, 1, MLA_TAP_KV_C), t);
+    assert_null(mla_dump_get(d, 0, MLA_TAP_KV_C));
+    mla_dump_set(d, 1, MLA_TAP_KV_C, new_tap(MLA_F64, MLA_TAP_KV_C, &c)); /* replaces, frees t */
+    assert_int_equal(mla_dump_get(d, 1, MLA_TAP_KV_C)->dtype, MLA_F64);
+    mla_dump_set(d, 9, MLA_TAP_KV_C, new_tap(MLA_F64, MLA_TAP_KV_C, &c)); /* no slot: freed */
+    mla_dump_free(d);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("round.h5");
+    mla_dump *d = make_dump();
+    assert_int_equal(mla_h5_write(path, d), MLA_OK);
+    char tmpname[64];
+    snprintf(tmpname, sizeof tmpname, "round.h5.tmp.%ld", (long)getpid());
+    assert_int_equal(access(tmp_path(tmpname), F_OK), -1); /* renamed into place */
+    mla_dump *r = NULL;
+    mla_status st = mla_h5_read(path, &r);
+    if (st) fail_msg("read: %s", mla_last_error());
+    assert_non_null(r);
+    assert_int_equal(r->meta.schema_version, 1);
+    assert_string_equal(r->meta.producer, d->meta.producer);
+    assert_string_equal(r->meta.engine, "ref");
+    assert_string_equal(r->meta.profile, "bf16");
+    assert_string_equal(r->meta.path, "decode");
+    assert_string_equal(r->meta.git_sha, d->meta.git_sha);
+    assert_string_equal(r->meta.model, "tiny-test");
+    assert_string_equal(r->meta.weights_hash, "00ff00ff00ff00ff");
+    assert_string_equal(r->meta.created, "2025-01-02T03:04:05Z");
+    assert_int_equal(r->meta.seed, 4000000000u);
+    assert_int_equal(r->meta.prefill_len, 2);
+    assert_int_equal(r->meta.chunk, 0);
+    assert_non_null(r->meta.model_config_json);
+    assert_non_null(strstr(r->meta.model_config_json, "\"kv_lora_rank\""));
+    /* the config came back through mla_config_from_json */
+    assert_string_equal(r->cfg.model_type, "deepseek_v2");
+    assert_int_equal(r->cfg.hidden_size, 8);
+    assert_int_equal(r->cfg.num_hidden_layers, 2);
+    assert_int_equal(r->cfg.kv_lora_rank, 8);
+    assert_int_equal(r->cfg.n_routed_experts, 4);
+    assert_int_equal(r->cfg.num_experts_per_tok, 2);
+    assert_int_equal(r->cfg.q_lora_rank, 0);
+    assert_true(r->cfg.rms_norm_eps == 1e-6);
+    assert_int_equal(r->n_layers, 2);
+
+    assert_same_tensor(r->tokens, d->tokens);
+    for (int l = 0; l < 2; l++)
+        for (int t = 0; t < MLA_TAP_COUNT; t++) {
+            const mla_tensor *x = mla_dump_get(d, l, (mla_tap)t), *y = mla_dump_get(r, l, (mla_tap)t);
+            if (!x) {
+                assert_null(y);
+                continue;
+            }
+            assert_same_tensor(x, y);
+        }
+    /* bf16 raw bits, one by one, to be explicit */
+    const uint16_t *bits = mla_dump_get(r, 0, MLA_TAP_ATTN_NORM)->data;
+    assert_int_equal(bits[0], 0x7FC1);
+    assert_int_equal(bits[1], 0x8000);
+    assert_int_equal(bits[2], 0xFF80);
+    assert_int_equal(bits[3], 0x0001);
+    const double *ev = mla_dump_get(r, 0, MLA_TAP_EMBED)->data;
+    assert_true(ev[0] == 0.0 && signbit(ev[0]));
+    assert_true(ev[1] == 4.9e-324);
+
+    mla_dump_meta m;
+    mla_config c;
+    assert_int_equal(mla_h5_read_meta(path, &m, &c), MLA_OK);
+    assert_string_equal(m.engine, "ref");
+    assert_int_equal(c.vocab_size, 16);
+    free(m.model_config_json);
+    mla_dump_free(r);
+    mla_dump_free(d);
+}
+
+static void test_write_rejects_bad_shape(void **state)
+{
+    (void)state;
+    mla_dump *d = make_dump();
+    int64_t shape[2] = {NTOK, 9}; /* D is 8 */
+    mla_tensor *t = NULL;
+    assert_int_equal(mla_tensor_new(&t, MLA_F32, 2, shape, "out"), MLA_OK);
+    mla_dump_set(d, 1, MLA_TAP_OUT, t);
+    const char *path = tmp_path("badshape.h5");
+    assert_int_equal(mla_h5_write(path, d), MLA_ERR_SHAPE);
+    assert_error_names("/layers/1/out");
+    assert_error_names("[3, 8]");
+    assert_int_equal(access(path, F_OK), -1);
+    mla_dump_free(d);
+}
+
+static void test_truncated_file(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("trunc.h5");
+    write_sample(path);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    assert_true(size > 1000);
+    assert_int_equal(truncate(path, size / 2), 0);
+    mla_dump *r = (mla_dump *)0x1;
+    mla_status st = mla_h5_read(path, &r);
+    assert_true(st == MLA_ERR_IO || st == MLA_ERR_FORMAT);
+    assert_null(r);
+    assert_error_names(path);
+    /* a file cut inside the superblock as well */
+    assert_int_equal(truncate(path, 40), 0);
+    st = mla_h5_read(path, &r);
+    assert_true(st == MLA_ERR_IO || st == MLA_ERR_FORMAT);
+    assert_error_names(path);
+}
+
+static void test_flipped_byte(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("flip.h5");
+    write_sample(path);
+    /* find the embed data (f64 little-endian bytes of element 2) and flip one bit in it */
+    double marker = 1.2345678901234567e300;
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    unsigned char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    fseek(f, 0, SEEK_SET);
+    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+    unsigned char *hit = memmem(buf, (size_t)size, &marker, sizeof marker);
+    assert_non_null(hit);
+    long off = (long)(hit - buf) + 3;
+    fseek(f, off, SEEK_SET);
+    fputc(buf[off] ^ 0x10, f);
+    fclose(f);
+    free(buf);
+    mla_dump *r = NULL;
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_CHECKSUM);
+    assert_null(r);
+    assert_error_names(path);
+    assert_error_names("/embed");
+}
+
+static void set_schema_version(const char *path, int v)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t g = H5Gopen2(f, "meta", H5P_DEFAULT);
+    assert_true(g >= 0);
+    hid_t a = H5Aopen(g, "schema_version", H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, H5T_NATIVE_INT, &v) >= 0);
+    H5Aclose(a);
+    H5Gclose(g);
+    H5Fclose(f);
+}
+
+static void test_schema_version(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("v99.h5");
+    write_sample(path);
+    set_schema_version(path, 99);
+    mla_dump *r = NULL;
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_VERSION);
+    assert_null(r);
+    assert_error_names(path);
+    assert_error_names("99");
+    assert_error_names("expected 1");
+    assert_error_names("regenerate with mlacheck golden");
+    assert_int_equal(mla_h5_read_meta(path, NULL, NULL), MLA_ERR_VERSION);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("does-not-exist.h5");
+    mla_dump *r = NULL;
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_IO);
+    assert_null(r);
+    assert_error_names(path);
+}
+
+static void test_not_hdf5(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("text.h5");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 200; i++) fputs("this is not an HDF5 file\n", f);
+    fclose(f);
+    mla_dump *r = NULL;
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_FORMAT);
+    assert_null(r);
+    assert_error_names(path);
+}
+
+/* Replaces /embed with a dataset of another shape, with a valid dtype and crc32. */
+static void replace_embed(const char *path, hsize_t cols)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_true(H5Ldelete(f, "embed", H5P_DEFAULT) >= 0);
+    hsize_t dims[2] = {NTOK, cols};
+    double v[NTOK * 16] = {0};
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t ds = H5Dcreate2(f, "embed", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    assert_true(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    uint32_t crc = mla_h5_crc32(0, v, (size_t)(NTOK * cols) * 8);
+    hid_t s1 = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(ds, "crc32", H5T_STD_U32LE, s1, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_UINT32, &crc);
+    H5Aclose(a);
+    hid_t st = H5Tcopy(H5T_C_S1);
+    H5Tset_size(st, 3);
+    a = H5Acreate2(ds, "dtype", st, s1, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, st, "f64");
+    H5Aclose(a);
+    H5Tclose(st);
+    /* unknown names must be ignored */
+    hid_t g = H5Gopen2(f, "layers/0", H5P_DEFAULT);
+    hid_t x = H5Dcreate2(g, "my_extra_probe", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    H5Dclose(x);
+    H5Gclose(g);
+    g = H5Gcreate2(f, "notes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(g);
+    H5Sclose(s1);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+static void test_shape_check_on_read(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("shape.h5");
+    write_sample(path);
+    replace_embed(path, 8); /* right shape (fixed-length dtype string, extra names): reads */
+    mla_dump *r = NULL;
+    mla_status st = mla_h5_read(path, &r);
+    if (st) fail_msg("read: %s", mla_last_error());
+    assert_int_equal(mla_dump_get(r, 0, MLA_TAP_EMBED)->shape[1], 8);
+    mla_dump_free(r);
+
+    write_sample(path);
+    replace_embed(path, 7);
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_SHAPE);
+    assert_null(r);
+    assert_error_names(path);
+    assert_error_names("/embed");
+    assert_error_names("[3, 7]");
+    assert_error_names("[3, 8]");
+}
+
+static void test_unknown_dtype(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("dtype.h5");
+    write_sample(path);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t ds = H5Dopen2(f, "logits", H5P_DEFAULT);
+    assert_true(H5Adelete(ds, "dtype") >= 0);
+    hid_t s1 = H5Screate(H5S_SCALAR), t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 4);
+    hid_t a = H5Acreate2(ds, "dtype", t, s1, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, t, "f128");
+    H5Aclose(a);
+    H5Tclose(t);
+    H5Sclose(s1);
+    H5Dclose(ds);
+    H5Fclose(f);
+    mla_dump *r = NULL;
+    assert_int_equal(mla_h5_read(path, &r), MLA_ERR_FORMAT);
+    assert_error_names("/logits");
+    assert_error_names("f128");
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mla_h5io_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (getenv("MLA_TEST_KEEP")) { /* for inspecting the files with h5dump / h5py */
+        fprintf(stderr, "kept %s\n", tmpdir);
+        return 0;
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc32_known_vector),
+        cmocka_unit_test(test_dump_slots),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_write_rejects_bad_shape),
+        cmocka_unit_test(test_truncated_file),
+        cmocka_unit_test(test_flipped_byte),
+        cmocka_unit_test(test_schema_version),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_not_hdf5),
+        cmocka_unit_test(test_shape_check_on_read),
+        cmocka_unit_test(test_unknown_dtype),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

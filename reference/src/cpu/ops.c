@@ -1,0 +1,130 @@
+/* ops.c: the reference's elementwise ops and matrix products. Matrix products go through OpenBLAS
+ * dgemm (deterministic for a given shape: OpenBLAS splits M/N across threads, never K); everything
+ * else is scalar C in double. Rounding follows reference/NUMERICS.md. */
+#include "ref_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double ref_rnd(const ref_ctx *c, double x) { return c->round ? mla_round_bf16(x) : x; }
+double ref_rnd32(const ref_ctx *c, double x) { return c->round ? mla_round_f32(x) : x; }
+
+void ref_rnd_vec(const ref_ctx *c, double *x, int64_t n)
+{
+    if (!c->round) return;
+    for (int64_t i = 0; i < n; i++) x[i] = mla_round_bf16(x[i]);
+}
+
+void ref_rnd32_vec(const ref_ctx *c, double *x, int64_t n)
+{
+    if (!c->round) return;
+    for (int64_t i = 0; i < n; i++) x[i] = mla_round_f32(x[i]);
+}
+
+int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->opts.profile == MLA_PROFILE_FP8W; }
+
+void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        memset(y, 0, (size_t)(M * N) * sizeof(double));
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b,
+                (int)K, 0.0, y, (int)N);
+}
+
+void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        memset(y, 0, (size_t)(M * N) * sizeof(double));
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b,
+                (int)N, 0.0, y, (int)N);
+}
+
+/* x[T,K] -> dequantized 1x128 e4m3 activations (DeepSeek act_quant), in place. */
+static void ref_act_quant_inplace(double *x, int64_t T, int64_t K)
+{
+    int64_t groups = (K + 127) / 128;
+    float *xf = malloc((size_t)K * sizeof(float));
+    uint8_t *code = malloc((size_t)K);
+    float *scale = malloc((size_t)groups * sizeof(float));
+    for (int64_t t = 0; t < T; t++) {
+        double *row = x + t * K;
+        for (int64_t k = 0; k < K; k++) xf[k] = (float)row[k];
+        mla_act_quant(xf, 1, K, 128, 0, code, scale);
+        for (int64_t k = 0; k < K; k++)
+            row[k] = (double)mla_e4m3fn_to_f32(code[k]) * (double)scale[k / 128];
+    }
+    free(xf);
+    free(code);
+    free(scale);
+}
+
+void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, int64_t K, int64_t N,
+                int fp8, double *y)
+{
+    if (fp8 && ref_is_fp8_linear_profile(c)) {
+        double *xq = malloc((size_t)(T * K) * sizeof(double));
+        memcpy(xq, x, (size_t)(T * K) * sizeof(double));
+        ref_act_quant_inplace(xq, T, K);
+        ref_matmul_nt(xq, w, T, K, N, y);
+        free(xq);
+    } else {
+        ref_matmul_nt(x, w, T, K, N, y);
+    }
+    ref_rnd_vec(c, y, T * N);
+}
+
+void ref_rmsnorm(const ref_ctx *c, const double *x, int64_t ldx, const double *gamma, int64_t T,
+                 int64_t n, double eps, double *y, int64_t ldy)
+{
+    for (int64_t t = 0; t < T; t++) {
+        const double *xr = x + t * ldx;
+        double ss = 0.0;
+        for (int64_t i = 0; i < n; i++) ss += xr[i] * xr[i];
+        double inv = 1.0 / sqrt(ss / (double)n + eps);
+        for (int64_t i = 0; i < n; i++) y[t * ldy + i] = ref_rnd(c, gamma[i] * (xr[i] * inv));
+    }
+}
+
+void ref_rope(const ref_ctx *c, double *x, int64_t pos)
+{
+    int R = c->cfg->qk_rope_head_dim, half = R / 2;
+    double mag = mla_config_rope_attn_factor(c->cfg);
+    int halfsplit = (c->opts.faults & MLA_FAULT(MLA_FAULT_ROPE_PAIRING)) != 0;
+    for (int i = 0; i < half; i++) {
+        double ang;
+        if (c->round) /* a GPU forms the angle in fp32 */
+            ang = (double)((float)pos * (float)c->inv_freq[i]);
+        else
+            ang = (double)pos * c->inv_freq[i];
+        double cs = cos(ang) * mag, sn = sin(ang) * mag;
+        int a = halfsplit ? i : 2 * i, b = halfsplit ? i + half : 2 * i + 1;
+        double x0 = x[a], x1 = x[b];
+        x[a] = ref_rnd(c, x0 * cs - x1 * sn);
+        x[b] = ref_rnd(c, x0 * sn + x1 * cs);
+    }
+}
+
+void ref_mlp(const ref_ctx *c, const double *x, int64_t T, const double *w1, const double *w2,
+             const double *w3, int64_t inter, double *y)
+{
+    int64_t D = c->cfg->hidden_size;
+    double *g = malloc((size_t)(T * inter) * sizeof(double));
+    double *u = malloc((size_t)(T * inter) * sizeof(double));
+    ref_linear(c, x, w1, T, D, inter, 1, g);
+    ref_linear(c, x, w3, T, D, inter, 1, u);
+    for (int64_t i = 0; i < T * inter; i++) {
+        double s = g[i] / (1.0 + exp(-g[i]));
+        g[i] = ref_rnd(c, s * u[i]);
+    }
+    ref_linear(c, g, w2, T, inter, D, 1, y);
+    free(g);
+    free(u);
+}

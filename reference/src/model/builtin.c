@@ -1,0 +1,246 @@
+/* builtin.c: the built-in synthetic models (weights from a fixed seed, no download) and the
+ * config-only presets of the real models (mla-spec.md §a.2).
+ *
+ * Weights: each tensor has its own stream, splitmix64 seeded with seed ^ FNV-1a(name), so a tensor's
+ * values do not depend on which tensors were asked for before it. Normals come from Box-Muller in
+ * double. Linear weights N(0,1)/sqrt(in_features), norm weights 1 + 0.1 N(0,1), embeddings N(0,1),
+ * all rounded once to bf16 (like a real checkpoint); e_score_correction_bias 0.05 N(0,1) in f32. */
+#include "model_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const mla_config cfg_tiny_v2_lite = {
+    .model_type = "deepseek_v2", .vocab_size = 384, .hidden_size = 128, .num_hidden_layers = 3,
+    .num_attention_heads = 4, .q_lora_rank = 0, .kv_lora_rank = 256, .qk_nope_head_dim = 32,
+    .qk_rope_head_dim = 16, .v_head_dim = 32, .intermediate_size = 256, .moe_intermediate_size = 64,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 8, .n_shared_experts = 2,
+    .num_experts_per_tok = 2, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SOFTMAX,
+    .topk_method = MLA_TOPK_GREEDY, .norm_topk_prob = 0, .has_e_score_correction_bias = 0,
+    .routed_scaling_factor = 1.0, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 8192, .has_yarn = 0, .tie_word_embeddings = 0, .weight_block_size = 128,
+};
+
+static const mla_config cfg_tiny_v3 = {
+    .model_type = "deepseek_v3", .vocab_size = 512, .hidden_size = 256, .num_hidden_layers = 3,
+    .num_attention_heads = 8, .q_lora_rank = 192, .kv_lora_rank = 256, .qk_nope_head_dim = 32,
+    .qk_rope_head_dim = 16, .v_head_dim = 32, .intermediate_size = 384, .moe_intermediate_size = 96,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 16, .n_shared_experts = 1,
+    .num_experts_per_tok = 4, .n_group = 4, .topk_group = 2, .scoring_func = MLA_SCORE_SIGMOID,
+    .topk_method = MLA_TOPK_NOAUX_TC, .norm_topk_prob = 1, .has_e_score_correction_bias = 1,
+    .routed_scaling_factor = 2.5, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 40960, .has_yarn = 1, .rope_factor = 40.0, .rope_original_max_pos = 1024,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
+};
+
+/* DeepSeek-V3's real attention in one dense layer. */
+static const mla_config cfg_v3_layer = {
+    .model_type = "deepseek_v3", .vocab_size = 1024, .hidden_size = 7168, .num_hidden_layers = 1,
+    .num_attention_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
+    .qk_rope_head_dim = 64, .v_head_dim = 128, .intermediate_size = 1024, .moe_intermediate_size = 2048,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 0, .n_shared_experts = 0,
+    .num_experts_per_tok = 0, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SIGMOID,
+    .topk_method = MLA_TOPK_NOAUX_TC, .norm_topk_prob = 1, .has_e_score_correction_bias = 1,
+    .routed_scaling_factor = 2.5, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 163840, .has_yarn = 1, .rope_factor = 40.0, .rope_original_max_pos = 4096,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
+};
+
+static const mla_config cfg_deepseek_v3 = {
+    .model_type = "deepseek_v3", .vocab_size = 129280, .hidden_size = 7168, .num_hidden_layers = 61,
+    .num_attention_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
+    .qk_rope_head_dim = 64, .v_head_dim = 128, .intermediate_size = 18432, .moe_intermediate_size = 2048,
+    .first_k_dense_replace = 3, .moe_layer_freq = 1, .n_routed_experts = 256, .n_shared_experts = 1,
+    .num_experts_per_tok = 8, .n_group = 8, .topk_group = 4, .scoring_func = MLA_SCORE_SIGMOID,
+    .topk_method = MLA_TOPK_NOAUX_TC, .norm_topk_prob = 1, .has_e_score_correction_bias = 1,
+    .routed_scaling_factor = 2.5, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 163840, .has_yarn = 1, .rope_factor = 40.0, .rope_original_max_pos = 4096,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .fp8_weights = 1,
+    .weight_block_size = 128,
+};
+
+static const mla_config cfg_deepseek_v2_lite = {
+    .model_type = "deepseek_v2", .vocab_size = 102400, .hidden_size = 2048, .num_hidden_layers = 27,
+    .num_attention_heads = 16, .q_lora_rank = 0, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
+    .qk_rope_head_dim = 64, .v_head_dim = 128, .intermediate_size = 10944, .moe_intermediate_size = 1408,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 64, .n_shared_experts = 2,
+    .num_experts_per_tok = 6, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SOFTMAX,
+    .topk_method = MLA_TOPK_GREEDY, .norm_topk_prob = 0, .has_e_score_correction_bias = 0,
+    .routed_scaling_factor = 1.0, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 163840, .has_yarn = 1, .rope_factor = 40.0, .rope_original_max_pos = 4096,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 0.707, .mscale_all_dim = 0.707, .weight_block_size = 128,
+};
+
+/* Kimi-K2-Instruct (July 2025); later Kimi versions differ (factor 64, 262144 positions). */
+static const mla_config cfg_kimi_k2 = {
+    .model_type = "kimi_k2", .vocab_size = 163840, .hidden_size = 7168, .num_hidden_layers = 61,
+    .num_attention_heads = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
+    .qk_rope_head_dim = 64, .v_head_dim = 128, .intermediate_size = 18432, .moe_intermediate_size = 2048,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 384, .n_shared_experts = 1,
+    .num_experts_per_tok = 8, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SIGMOID,
+    .topk_method = MLA_TOPK_NOAUX_TC, .norm_topk_prob = 1, .has_e_score_correction_bias = 1,
+    .routed_scaling_factor = 2.827, .rms_norm_eps = 1e-6, .rope_theta = 50000.0,
+    .max_position_embeddings = 131072, .has_yarn = 1, .rope_factor = 32.0, .rope_original_max_pos = 4096,
+    .beta_fast = 1.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .fp8_weights = 1,
+    .weight_block_size = 128,
+};
+
+static const struct {
+    const char *name;
+    const mla_config *cfg;
+    uint64_t seed; /* 0: config-only preset */
+} presets[] = {
+    { "tiny-v2-lite", &cfg_tiny_v2_lite, 0x6d6c612d76326c31ull },
+    { "tiny-v3", &cfg_tiny_v3, 0x6d6c612d76332d31ull },
+    { "v3-layer", &cfg_v3_layer, 0x6d6c612d76336c31ull },
+    { "deepseek-v3", &cfg_deepseek_v3, 0 },
+    { "deepseek-v2-lite", &cfg_deepseek_v2_lite, 0 },
+    { "kimi-k2", &cfg_kimi_k2, 0 },
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+static const char *const builtin_names[] = { "tiny-v2-lite", "tiny-v3", "v3-layer", NULL };
+
+const char *const *mla_builtin_models(void) { return builtin_names; }
+
+mla_status mla_config_preset(const char *name, mla_config *out)
+{
+    for (size_t i = 0; name && i < N_PRESETS; i++)
+        if (!strcmp(name, presets[i].name)) {
+            *out = *presets[i].cfg;
+            return MLA_OK;
+        }
+    return mla_errorf(MLA_ERR_NOT_FOUND,
+                      "config preset %s: expected tiny-v2-lite, tiny-v3, v3-layer, deepseek-v3, "
+                      "deepseek-v2-lite or kimi-k2", name ? name : "(null)");
+}
+
+int builtin_lookup(const char *name, mla_config *cfg, uint64_t *seed)
+{
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (presets[i].seed && !strcmp(name, presets[i].name)) {
+            *cfg = *presets[i].cfg;
+            *seed = presets[i].seed;
+            return 0;
+        }
+    return -1;
+}
+
+/* --- PRNG ----------------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    uint64_t s;
+    int have;
+    double spare;
+} normal_rng;
+
+/* N(0,1) by Box-Muller; u1 in (0,1] so log never sees 0. */
+static double rng_normal(normal_rng *r)
+{
+    if (r->have) {
+        r->have = 0;
+        return r->spare;
+    }
+    double u1 = ((double)(splitmix64(&r->s) >> 11) + 1.0) * 0x1p-53;
+    double u2 = (double)(splitmix64(&r->s) >> 11) * 0x1p-53;
+    double rad = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;
+    r->spare = rad * sin(a);
+    r->have = 1;
+    return rad * cos(a);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static int ends_with(const char *s, const char *sfx)
+{
+    size_t n = strlen(s), k = strlen(sfx);
+    return n >= k && !strcmp(s + n - k, sfx);
+}
+
+mla_status builtin_generate(mla_model *m, model_entry *e)
+{
+    mla_tensor *t = &e->t;
+    int64_t n = mla_tensor_numel(t);
+    size_t es = mla_dtype_size(t->dtype);
+    void *data = malloc(n ? (size_t)n * es : 1);
+    if (!data) return mla_errorf(MLA_ERR_NOMEM, "%s: tensor %s: %lld elements", m->source, e->name, (long long)n);
+    normal_rng r = { m->seed ^ fnv1a(e->name), 0, 0.0 };
+    double scale = 1.0, offset = 0.0;
+    if (ends_with(e->name, "e_score_correction_bias")) scale = 0.05;
+    else if (t->ndim == 1) {
+        scale = 0.1; /* RMSNorm weights */
+        offset = 1.0;
+    } else if (strcmp(e->name, "model.embed_tokens.weight") != 0) {
+        scale = 1.0 / sqrt((double)t->shape[1]); /* Linear [out, in] */
+    }
+    for (int64_t i = 0; i < n; i++)
+        mla_store_f64(t->dtype, (char *)data + (size_t)i * es, offset + scale * rng_normal(&r));
+    e->owned = data;
+    t->data = data;
+    e->ready = 1;
+    return MLA_OK;
+}
+
+mla_status builtin_open(const char *name, mla_model **out)
+{
+    mla_config cfg;
+    uint64_t seed;
+    if (builtin_lookup(name, &cfg, &seed)) return mla_errorf(MLA_ERR_NOT_FOUND, "%s: not a built-in model", name);
+    mla_status st = mla_config_validate(&cfg, name);
+    if (st) return st;
+    name_list names;
+    st = model_required_names(&cfg, &names);
+    if (st) return st;
+    mla_model *m = model_alloc(name);
+    if (!m) {
+        name_list_free(&names);
+        return mla_errorf(MLA_ERR_NOMEM, "%s: model", name);
+    }
+    m->cfg = cfg;
+    m->builtin = 1;
+    m->seed = seed;
+    m->entries = calloc((size_t)names.n, sizeof *m->entries);
+    if (!m->entries) {
+        name_list_free(&names);
+        mla_model_free(m);
+        return mla_errorf(MLA_ERR_NOMEM, "%s: %d tensor entries", name, names.n);
+    }
+    for (int i = 0; i < names.n; i++) {
+        model_entry *e = &m->entries[i];
+        e->name = names.v[i]; /* ownership moves to the model */
+        names.v[i] = NULL;
+        e->file = -1;
+        m->n_entries++;
+        int nd;
+        int64_t shape[MLA_MAX_DIMS];
+        mla_config_tensor_shape(&cfg, e->name, &nd, shape);
+        mla_dtype dt = ends_with(e->name, "e_score_correction_bias") ? MLA_F32 : MLA_BF16;
+        /* A view with no data yet: builtin_generate fills it on first request. */
+        mla_tensor *v;
+        st = mla_tensor_view(&v, dt, nd, shape, NULL, e->name);
+        if (st) {
+            name_list_free(&names);
+            mla_model_free(m);
+            return st;
+        }
+        e->t = *v;
+        mla_tensor_free(v);
+    }
+    name_list_free(&names);
+    *out = m;
+    return MLA_OK;
+}
