@@ -62,9 +62,10 @@ TINY_V3 = {
     "torch_dtype": "float32",
 }
 
-# No rope scaling: HF's native DeepseekV2Attention omits the mscale^2 softmax factor that the
-# DeepSeek reference applies under YaRN (mla-spec.md §c.4), so a YaRN V2 oracle would encode HF's
-# divergence rather than the reference.
+# No rope scaling: HF's DeepseekV2Attention used to omit the mscale^2 softmax factor that the
+# DeepSeek reference applies under YaRN (mla-spec.md §c.4). transformers 5.17 applies it
+# (yarn_apply_mscale), but an unscaled V2 keeps this oracle valid whichever version regenerates it;
+# YaRN is covered by tiny-v3-hf.
 TINY_V2_LITE = {
     "architectures": ["DeepseekV2ForCausalLM"],
     "model_type": "deepseek_v2",
@@ -152,7 +153,7 @@ def make_weights(c, seed):
     """Seeded, well-scaled float32 weights whose values are all bf16-representable (so a bf16
     profile run on this folder sees exactly the oracle's weights): linear N(0, 1/in), embeddings
     N(0, 1), norms 1 + 0.1 N, e_score_correction_bias 0.01 N (small, so biased sigmoid scores stay
-    positive and HF's 0.0 group masking selects what -inf masking does)."""
+    positive and a 0.0 group fill, as older HF versions use, selects what -inf masking does)."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in sorted(checkpoint_shapes(c).items()):
@@ -303,8 +304,38 @@ def check_routing(tag, c, taps, weights):
         print("  %s layer %d: min K-th chosen score %.4g, min top-K margin %.3g"
               % (tag, layer, kth.min().item(), gap.min().item()))
         if bias is not None:
-            check(kth.min().item() > 0.0, "%s layer %d: K-th biased score > 0, so HF's 0.0 group fill "
-                  "cannot change the choice" % (tag, layer))
+            check(kth.min().item() > 0.0, "%s layer %d: K-th biased score > 0, so a 0.0 group fill "
+                  "(older HF) could not change the choice" % (tag, layer))
+
+
+def check_ffn_semantics(tag, c, taps, weights):
+    """Recompute router_logits and ffn_out from the ffn_norm tap and the checkpoint's per-expert
+    tensors (§a.3 names, gate_proj/up_proj/down_proj as the C loader reads them) in float64: the
+    taps must mean what golden/README.md says and HF must have read the experts as we named them."""
+    W = {k: v.to(torch.float64) for k, v in weights.items()}
+
+    def mlp(x, p):
+        g = x @ W[p + "gate_proj.weight"].T
+        return (torch.nn.functional.silu(g) * (x @ W[p + "up_proj.weight"].T)) @ W[p + "down_proj.weight"].T
+    for layer in range(c["num_hidden_layers"]):
+        p = "model.layers.%d.mlp." % layer
+        x = taps[(layer, "ffn_norm")].to(torch.float64)
+        y = taps[(layer, "ffn_out")].to(torch.float64)
+        if (layer, "router_logits") not in taps:
+            want = mlp(x, p)
+        else:
+            lg = x @ W[p + "gate.weight"].T
+            d = (lg - taps[(layer, "router_logits")]).abs().max().item()
+            check(d < 1e-12, "%s layer %d: router_logits == ffn_norm . W_gate^T (max abs %.3g)" % (tag, layer, d))
+            ids, w = taps[(layer, "topk_ids")], taps[(layer, "topk_weights")].to(torch.float64)
+            want = mlp(x, p + "shared_experts.")
+            for t in range(x.shape[0]):
+                for k in range(ids.shape[1]):
+                    e = int(ids[t, k])
+                    want[t] += w[t, k] * mlp(x[t:t + 1], p + "experts.%d." % e)[0]
+        rel = ((want - y).abs().max() / y.abs().max()).item()
+        check(rel < 1e-12, "%s layer %d: ffn_out == recomputation from ffn_norm, topk and the per-expert "
+              "checkpoint tensors (max rel %.3g)" % (tag, layer, rel))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -457,6 +488,7 @@ def main():
             compare_runs("%s/%d determinism (fresh load)" % (name, n), taps, taps3, bitwise=True)
             del fresh
             check_routing("%s/%d" % (name, n), c, taps, weights)
+            check_ffn_semantics("%s/%d" % (name, n), c, taps, weights)
             with md.TapRecorder(native) as rec:
                 taps_n = rec.record(tokens)
             nd = sum(int(diff(taps_n[k], taps[k], "topk_ids")) for k in taps if k[1] == "topk_ids")

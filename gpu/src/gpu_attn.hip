@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
     float m = -INFINITY, l = 0.0f, acc[AT_CMAX] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int c0 = j0; c0 < j1; c0 += AT_NK) {
         int n = min(AT_NK, j1 - c0);
-        if (threadIdx.x < n) rows[threadIdx.x] = kv_row(a.kv, s.slot, c0 + threadIdx.x);
+        if ((int)threadIdx.x < n) rows[threadIdx.x] = kv_row(a.kv, s.slot, c0 + threadIdx.x);
         __syncthreads();
         for (int jj = w; jj < n; jj += AT_NW) {
             float d = 0.0f;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hip_compat.h" /* the runtime headers define __host__ / __device__ */
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define MLA_HD __host__ __device__ __forceinline__
 #else

@@ -404,16 +404,20 @@ class TapRecorder:
             self.wrapped.append(moe)
             return
 
-        # older layouts: the gate returns logits, or (ids, weights[, aux]) with logits internal
+        # the gate returns logits (ids/weights then reach the experts), or a tuple holding
+        # logits and/or (ids, weights) (transformers 5.17: (router_logits, weights, ids)).
         def gate_hook(module, args, output):
             import torch
-            if isinstance(output, torch.Tensor) and output.shape[-1] == n_exp:
-                self._put(layer, "router_logits", output.reshape(-1, n_exp))
+            outs = list(output) if isinstance(output, (tuple, list)) else [output]
+            logits = next((t for t in outs if isinstance(t, torch.Tensor) and t.is_floating_point()
+                           and t.dim() >= 1 and t.shape[-1] == n_exp), None)
+            if logits is None:  # logits internal to the gate: recompute them from its input
+                x = args[0]
+                logits = torch.nn.functional.linear(x.reshape(-1, x.shape[-1]), module.weight.to(x.dtype))
+            self._put(layer, "router_logits", logits.reshape(-1, n_exp))
+            if isinstance(output, torch.Tensor):
                 return
-            x = args[0]
-            logits = torch.nn.functional.linear(x.reshape(-1, x.shape[-1]), module.weight.to(x.dtype))
-            self._put(layer, "router_logits", logits)
-            ids, w = _find_topk([output], n_exp)
+            ids, w = _find_topk([t for t in outs if t is not logits], n_exp)
             if ids is not None:
                 self._put(layer, "topk_ids", ids.reshape(-1, ids.shape[-1]))
             if w is not None:
@@ -545,7 +549,7 @@ def main(argv=None):
     }
     with TapRecorder(model) as rec:
         taps = rec.record(args.tokens)
-        rec.write(args.out, meta, dtype=args.dtype)
+        rec.write(args.out, meta)  # each tap in its own precision (HF router logits are fp32)
     verify_dump(args.out)
     print("%s: %d taps, %d tokens" % (args.out, len(taps), len(args.tokens)))
     return 0

@@ -312,7 +312,10 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
     json_object_set_new(root, "logits_kl", kl);
     checks = kl = NULL;
     char path[4200];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/summary.json", dir)) {
+        json_decref(root);
+        return MLA_ERR_INVALID;
+    }
     if (json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
         json_decref(root);
         return mla_errorf(MLA_ERR_IO, "%s: cannot write", path);
@@ -341,7 +344,7 @@ static void tsv_text(FILE *f, const char *s)
 static mla_status write_tsv(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/metrics.tsv", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/metrics.tsv", dir)) return MLA_ERR_INVALID;
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     fprintf(f, "%s\n", tsv_header);
@@ -401,7 +404,7 @@ static void md_check_row(FILE *f, const rep_check *c, int with_detail)
 static mla_status write_md(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/summary.md", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/summary.md", dir)) return MLA_ERR_INVALID;
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     int pass, fail, skip;
@@ -435,7 +438,7 @@ static mla_status write_md(const mla_rep_run *r, const char *dir)
 static mla_status write_junit(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/junit.xml", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/junit.xml", dir)) return MLA_ERR_INVALID;
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     int pass, fail, skip;
@@ -529,7 +532,7 @@ static void html_cell(FILE *f, const char *s)
 static mla_status write_html(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/index.html", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/index.html", dir)) return MLA_ERR_INVALID;
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     int pass, fail, skip;
@@ -574,8 +577,7 @@ static mla_status write_html(const mla_rep_run *r, const char *dir)
         }
     fputs("</table>\n<h2>Plots</h2>\n", f);
     char lpath[4300];
-    snprintf(lpath, sizeof lpath, "%s/plots/%s", dir, MLA_REP_PLOT_LIST);
-    FILE *lf = fopen(lpath, "r");
+    FILE *lf = mla_rep_pathf(lpath, sizeof lpath, "%s/plots/%s", dir, MLA_REP_PLOT_LIST) ? NULL : fopen(lpath, "r");
     int shown = 0;
     if (lf) {
         char line[512];
@@ -629,8 +631,9 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     r->wall = wall_seconds;
     summarize_checks(r);
     char tmp[4200], final[4200];
-    snprintf(final, sizeof final, "%s/%s", r->results_dir, r->run_id);
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp-XXXXXX", r->results_dir, r->run_id);
+    if (mla_rep_pathf(final, sizeof final, "%s/%s", r->results_dir, r->run_id) ||
+        mla_rep_pathf(tmp, sizeof tmp, "%s/%s.tmp-XXXXXX", r->results_dir, r->run_id))
+        return MLA_ERR_INVALID;
     if (!mkdtemp(tmp)) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     chmod(tmp, 0755); /* mkdtemp makes it 0700; results are meant to be read */
     mla_status st = render(r, tmp, 1); /* plots first: the note they leave goes into the JSON */
@@ -708,7 +711,9 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
 {
     if (!dir) return mla_errorf(MLA_ERR_INVALID, "mla_rep_render: NULL folder");
     char path[4200];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
+    if (mla_rep_pathf(path, sizeof path, "%s/summary.json", dir)) return MLA_ERR_INVALID;
+    if (access(path, R_OK) != 0)
+        return mla_errorf(MLA_ERR_NOT_FOUND, "%s: cannot read (%s); expected a results folder", path, strerror(errno));
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s", path, jerr.line, jerr.text);
@@ -758,7 +763,7 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
         if ((st = mla_rep_add_kl(r, json_is_number(k) ? json_number_value(k) : NAN)) != MLA_OK) break;
     }
     json_decref(root);
-    snprintf(path, sizeof path, "%s/metrics.tsv", dir);
+    if (st == MLA_OK && mla_rep_pathf(path, sizeof path, "%s/metrics.tsv", dir)) st = MLA_ERR_INVALID;
     if (st == MLA_OK) st = load_tsv(r, path);
     if (st == MLA_OK) st = render(r, dir, 0);
     if (st == MLA_OK && note && n) snprintf(note, n, "%s", r->note);

@@ -5,6 +5,27 @@
 
 #include "mlacheck/report.h"
 
+#include <stdarg.h>
+
+/* snprintf for file paths: 0, or -1 (with an MLA_ERR_INVALID detail) when the path does not fit. */
+static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= n) {
+        mla_errorf(MLA_ERR_INVALID, "path too long (over %zu bytes): %.200s...", n, out);
+        return -1;
+    }
+    return 0;
+}
+
 typedef struct rep_row {
     char *case_name, *check, *profile, *path, *tap, *worst, *why;
     int layer, kv_len, pass;

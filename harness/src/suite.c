@@ -31,7 +31,7 @@ static const char *const path_names[MLA_SUITE_PATH_COUNT] = {
     MLA_SUITE_PATH_LIST(X)
 #undef X
 };
-static const char *const fault_names[MLA_FAULT_COUNT] = {
+static const char *const fault_names[MLA_SUITE_FAULT_COUNT] = {
 #define X(e, n, d) n,
     MLA_SUITE_FAULT_LIST(X)
 #undef X
@@ -47,7 +47,7 @@ static int name_index(const char *const *names, int n, const char *name)
 const char *mla_suite_check_name(mla_suite_check k) { return (unsigned)k < MLA_CHECK_COUNT ? check_names[k] : "?"; }
 const char *mla_suite_check_what(mla_suite_check k) { return (unsigned)k < MLA_CHECK_COUNT ? check_whats[k] : "?"; }
 const char *mla_suite_path_name(mla_suite_path p) { return (unsigned)p < MLA_SUITE_PATH_COUNT ? path_names[p] : "?"; }
-const char *mla_suite_fault_name(mla_suite_fault f) { return (unsigned)f < MLA_FAULT_COUNT ? fault_names[f] : "?"; }
+const char *mla_suite_fault_name(mla_suite_fault f) { return (unsigned)f < MLA_SUITE_FAULT_COUNT ? fault_names[f] : "?"; }
 
 int mla_suite_check_from_name(const char *name, mla_suite_check *out)
 {
@@ -67,7 +67,7 @@ int mla_suite_path_from_name(const char *name, mla_suite_path *out)
 
 int mla_suite_fault_from_name(const char *name, mla_suite_fault *out)
 {
-    int i = name_index(fault_names, MLA_FAULT_COUNT, name);
+    int i = name_index(fault_names, MLA_SUITE_FAULT_COUNT, name);
     if (i < 0) return -1;
     *out = (mla_suite_fault)i;
     return 0;
@@ -468,6 +468,27 @@ static mla_status set_engines(const parser *p, int line, char *v, mla_suite_case
     return MLA_OK;
 }
 
+/* One kv_lens item, modified in place: "N" or "A..B" or "A..B step S". 0 ok, -1 malformed. */
+static int parse_kv_item(char *it, long *a, long *b, long *step)
+{
+    char *dots = strstr(it, "..");
+    *step = 1;
+    if (!dots) {
+        if (parse_long(it, 1, INT_MAX, a) != 0) return -1;
+        *b = *a;
+        return 0;
+    }
+    *dots = '\0';
+    char *hi = dots + 2, *st = strstr(hi, "step");
+    if (st) {
+        if (st == hi || !isspace((unsigned char)st[-1]) || !isspace((unsigned char)st[4])) return -1;
+        *st = '\0';
+        if (parse_long(trim(st + 4), 1, INT_MAX, step) != 0) return -1;
+    }
+    if (parse_long(trim(it), 1, INT_MAX, a) != 0 || parse_long(trim(hi), 1, INT_MAX, b) != 0 || *a > *b) return -1;
+    return 0;
+}
+
 /* "64..4096 step 64, 5000" -> expanded list. */
 static mla_status set_kv_lens(const parser *p, int line, char *v, mla_suite_case *c)
 {
@@ -476,26 +497,10 @@ static mla_status set_kv_lens(const parser *p, int line, char *v, mla_suite_case
     if (n < 0) return perr(p, line, "'kv_lens' has an empty item; expected N or A..B [step S], comma-separated");
     int *arr = NULL, cnt = 0;
     for (int i = 0; i < n; i++) {
-        long a, b, step = 1;
+        long a, b, step;
         char orig[128];
         snprintf(orig, sizeof orig, "%s", items[i]);
-        char *it = items[i], *dots = strstr(it, "..");
-        if (!dots) {
-            if (parse_long(it, 1, INT_MAX, &a) != 0) goto bad;
-            b = a;
-        } else {
-            *dots = '\0';
-            char *hi = dots + 2, *st = strstr(hi, "step");
-            if (st) {
-                if (st == hi || !isspace((unsigned char)st[-1]) || !isspace((unsigned char)st[4])) goto bad;
-                *st = '\0';
-                if (parse_long(trim(st + 4), 1, INT_MAX, &step) != 0) goto bad;
-            }
-            if (parse_long(trim(it), 1, INT_MAX, &a) != 0 || parse_long(trim(hi), 1, INT_MAX, &b) != 0 || a > b)
-                goto bad;
-        }
-        if (0) {
-        bad:
+        if (parse_kv_item(items[i], &a, &b, &step) != 0) {
             free(arr);
             return perr(p, line, "'kv_lens' item '%s'; expected N or A..B [step S] with 1 <= A <= B", orig);
         }
@@ -551,11 +556,11 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
     case K_KV_LENS: st = set_kv_lens(p, line, v, c); break;
     case K_FAULTS:
         ip = (int *)c->faults;
-        st = set_enum_list(p, line, "faults", "fault", v, fault_names, MLA_FAULT_COUNT, &ip, &c->n_faults);
+        st = set_enum_list(p, line, "faults", "fault", v, fault_names, MLA_SUITE_FAULT_COUNT, &ip, &c->n_faults);
         c->faults = (mla_suite_fault *)ip;
         if (st == MLA_OK && c->n_faults > 1)
             for (int i = 0; i < c->n_faults; i++)
-                if (c->faults[i] == MLA_FAULT_NONE) st = perr(p, line, "'faults' lists 'none' with other faults");
+                if (c->faults[i] == MLA_SUITE_FAULT_NONE) st = perr(p, line, "'faults' lists 'none' with other faults");
         break;
     case K_SEED: {
         long x;
@@ -591,7 +596,7 @@ static mla_status case_defaults(mla_suite_case *c)
     if (!c->description || !c->against || !c->paths || !c->faults) return MLA_ERR_NOMEM;
     c->paths[0] = MLA_SUITE_PATH_PREFILL;
     c->n_paths = 1;
-    c->faults[0] = MLA_FAULT_NONE;
+    c->faults[0] = MLA_SUITE_FAULT_NONE;
     c->n_faults = 1;
     return MLA_OK;
 }

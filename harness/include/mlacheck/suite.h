@@ -67,18 +67,18 @@ typedef enum {
 /* Injected faults (the runner perturbs the candidate engine; the check must then fail).
  * X(enum, name, what) */
 #define MLA_SUITE_FAULT_LIST(X)                                                      \
-    X(MLA_FAULT_NONE, "none", "no fault")                                            \
-    X(MLA_FAULT_NAN_KV, "nan-kv", "one NaN written into the latent cache")           \
-    X(MLA_FAULT_BITFLIP_KV, "bitflip-kv", "one mantissa bit flipped in the cache")   \
-    X(MLA_FAULT_ROPE_OFFSET, "rope-offset", "positions shifted by one in RoPE")      \
-    X(MLA_FAULT_SCALE, "scale", "softmax scale off by one ulp")                      \
-    X(MLA_FAULT_SKIP_LSE_MERGE, "skip-lse-merge", "chunk outputs summed, not merged")
+    X(MLA_SUITE_FAULT_NONE, "none", "no fault")                                            \
+    X(MLA_SUITE_FAULT_NAN_KV, "nan-kv", "one NaN written into the latent cache")           \
+    X(MLA_SUITE_FAULT_BITFLIP_KV, "bitflip-kv", "one mantissa bit flipped in the cache")   \
+    X(MLA_SUITE_FAULT_ROPE_OFFSET, "rope-offset", "positions shifted by one in RoPE")      \
+    X(MLA_SUITE_FAULT_SCALE, "scale", "softmax scale off by one ulp")                      \
+    X(MLA_SUITE_FAULT_SKIP_LSE_MERGE, "skip-lse-merge", "chunk outputs summed, not merged")
 
 typedef enum {
 #define MLA_SUITE_FAULT_ENUM(e, n, d) e,
     MLA_SUITE_FAULT_LIST(MLA_SUITE_FAULT_ENUM)
 #undef MLA_SUITE_FAULT_ENUM
-        MLA_FAULT_COUNT
+        MLA_SUITE_FAULT_COUNT
 } mla_suite_fault;
 
 typedef enum {

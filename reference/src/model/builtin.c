@@ -1,8 +1,9 @@
 /* builtin.c: the built-in synthetic models (weights from a fixed seed, no download) and the
  * config-only presets of the real models (mla-spec.md §a.2).
  *
- * Weights: each tensor has its own stream, splitmix64 seeded with seed ^ FNV-1a(name), so a tensor's
- * values do not depend on which tensors were asked for before it. Normals come from Box-Muller in
+ * Weights: each run of 65536 elements of a tensor has its own stream, splitmix64 seeded from
+ * seed ^ FNV-1a(name) and the run index, so a tensor's values do not depend on which tensors were
+ * asked for before it nor on how many threads generate it. Normals come from Box-Muller in
  * double. Linear weights N(0,1)/sqrt(in_features), norm weights 1 + 0.1 N(0,1), embeddings N(0,1),
  * all rounded once to bf16 (like a real checkpoint); e_score_correction_bias 0.05 N(0,1) in f32. */
 #include "model_internal.h"
@@ -10,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const mla_config cfg_tiny_v2_lite = {
     .model_type = "deepseek_v2", .vocab_size = 384, .hidden_size = 128, .num_hidden_layers = 3,
@@ -171,6 +173,74 @@ static int ends_with(const char *s, const char *sfx)
     return n >= k && !strcmp(s + n - k, sfx);
 }
 
+/* Nearest bf16 of a double, ties to even, in one rounding. The bit trick covers the normal bf16
+ * range; everything else (tiny, huge, non-finite) goes through the general converter. Checked equal
+ * to mla_store_f64(MLA_BF16) on 2e8 random doubles, exact ties included. */
+static uint16_t bf16_from_double(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    uint64_t a = u & 0x7fffffffffffffffull;
+    if (a < (897ull << 52) || a >= (1150ull << 52)) { /* |x| < 2^-126 or >= 2^127 */
+        uint16_t b;
+        mla_store_f64(MLA_BF16, &b, x);
+        return b;
+    }
+    u += 0x0fffffffffffull + ((u >> 45) & 1); /* keep 7 of 52 mantissa bits, RNE */
+    u &= ~0x1fffffffffffull;
+    double r;
+    memcpy(&r, &u, sizeof r);
+    float f = (float)r; /* exact: 8 significant bits, f32 normal range */
+    uint32_t fb;
+    memcpy(&fb, &f, sizeof fb);
+    return (uint16_t)(fb >> 16);
+}
+
+/* Values come in chunks of GEN_CHUNK elements, each chunk its own stream, so threads can share a
+ * big tensor and the bytes do not depend on the thread count. */
+#define GEN_CHUNK 65536
+#define GEN_MAX_THREADS 16
+
+typedef struct {
+    uint64_t base;
+    double scale, offset;
+    mla_dtype dtype;
+    void *data;
+    int64_t n, n_chunks;
+    int64_t next; /* next chunk to take (atomic) */
+} gen_job;
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void gen_chunk(const gen_job *j, int64_t c)
+{
+    normal_rng r = { mix64(j->base ^ mix64((uint64_t)c + 1)), 0, 0.0 };
+    int64_t i0 = c * GEN_CHUNK, i1 = i0 + GEN_CHUNK < j->n ? i0 + GEN_CHUNK : j->n;
+    if (j->dtype == MLA_BF16) {
+        uint16_t *d = j->data;
+        for (int64_t i = i0; i < i1; i++) d[i] = bf16_from_double(j->offset + j->scale * rng_normal(&r));
+        return;
+    }
+    size_t es = mla_dtype_size(j->dtype);
+    for (int64_t i = i0; i < i1; i++)
+        mla_store_f64(j->dtype, (char *)j->data + (size_t)i * es, j->offset + j->scale * rng_normal(&r));
+}
+
+static void *gen_worker(void *arg)
+{
+    gen_job *j = arg;
+    for (;;) {
+        int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (c >= j->n_chunks) return NULL;
+        gen_chunk(j, c);
+    }
+}
+
 mla_status builtin_generate(mla_model *m, model_entry *e)
 {
     mla_tensor *t = &e->t;
@@ -178,17 +248,23 @@ mla_status builtin_generate(mla_model *m, model_entry *e)
     size_t es = mla_dtype_size(t->dtype);
     void *data = malloc(n ? (size_t)n * es : 1);
     if (!data) return mla_errorf(MLA_ERR_NOMEM, "%s: tensor %s: %lld elements", m->source, e->name, (long long)n);
-    normal_rng r = { m->seed ^ fnv1a(e->name), 0, 0.0 };
-    double scale = 1.0, offset = 0.0;
-    if (ends_with(e->name, "e_score_correction_bias")) scale = 0.05;
+    gen_job j = { .base = m->seed ^ fnv1a(e->name), .scale = 1.0, .offset = 0.0, .dtype = t->dtype,
+                  .data = data, .n = n, .n_chunks = (n + GEN_CHUNK - 1) / GEN_CHUNK, .next = 0 };
+    if (ends_with(e->name, "e_score_correction_bias")) j.scale = 0.05;
     else if (t->ndim == 1) {
-        scale = 0.1; /* RMSNorm weights */
-        offset = 1.0;
+        j.scale = 0.1; /* RMSNorm weights */
+        j.offset = 1.0;
     } else if (strcmp(e->name, "model.embed_tokens.weight") != 0) {
-        scale = 1.0 / sqrt((double)t->shape[1]); /* Linear [out, in] */
+        j.scale = 1.0 / sqrt((double)t->shape[1]); /* Linear [out, in] */
     }
-    for (int64_t i = 0; i < n; i++)
-        mla_store_f64(t->dtype, (char *)data + (size_t)i * es, offset + scale * rng_normal(&r));
+    pthread_t th[GEN_MAX_THREADS];
+    int nt = 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = j.n_chunks >= 16 ? (int)(ncpu < GEN_MAX_THREADS ? ncpu : GEN_MAX_THREADS) - 1 : 0;
+    for (; nt < want; nt++)
+        if (pthread_create(&th[nt], NULL, gen_worker, &j)) break; /* fewer threads is fine */
+    gen_worker(&j);
+    for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
     e->owned = data;
     t->data = data;
     e->ready = 1;

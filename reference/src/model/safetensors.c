@@ -331,9 +331,10 @@ static mla_status read_index(mla_model *m, const char *dir, const char *ipath, j
     json_object_foreach(map, key, val) {
         const char *fn = json_string_value(val);
         if (!fn || !*fn || strchr(fn, '/') || !strcmp(fn, "..") || !strcmp(fn, ".")) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: field weight_map.%s: expected a file name in the folder", ipath,
+                            key);
             json_decref(root);
-            return mla_errorf(MLA_ERR_FORMAT, "%s: field weight_map.%s: expected a file name in the folder", ipath,
-                              key);
+            return st;
         }
         st = add_file(m, dir, fn);
         if (st) {

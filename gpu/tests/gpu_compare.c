@@ -1,0 +1,215 @@
+/* gpu_compare.c: runs tiny models through the GPU engine and the reference engine in the SAME
+ * profile over a fixed script of prefill / decode / chunked-prefill steps with two sequences of
+ * different lengths, and compares every tap both engines produce by relative L2
+ * (||gpu - ref|| / ||ref||); topk_ids by mismatch count. NUMERICS.md puts the rounding points in
+ * the same places in both engines, so the difference is accumulation order only and the gate on
+ * out / logits is tight (1e-2). A second GPU run with a different KV split count must agree with
+ * the first (split-KV combine independent of the split). */
+#include "gpu_compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mla/backend.h"
+#include "mla_gpu.h"
+
+#define GATE_REL_L2 1e-2
+
+typedef struct step {
+    const char *what;
+    int absorbed, n_seqs;
+    int32_t seq[2], past[2], n[2];
+} step;
+
+static const step script[] = {
+    {"prefill 2 seqs (7, 12)", 0, 2, {0, 1}, {0, 0}, {7, 12}},
+    {"decode s_q 1 and 3", 1, 2, {0, 1}, {7, 12}, {1, 3}},
+    {"prefill with context 8+5", 0, 1, {0, 0}, {8, 0}, {5, 0}},
+    {"decode s_q 2 after context", 1, 2, {1, 0}, {15, 13}, {1, 2}},
+};
+#define N_STEPS (int)(sizeof script / sizeof script[0])
+
+typedef struct tap_stat {
+    double worst;
+    int n, mismatch;
+} tap_stat;
+
+static double rel_l2(const mla_tensor *g, const mla_tensor *r, int *nonfinite)
+{
+    int64_t n = mla_tensor_numel(r);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = mla_tensor_get_f64(g, i), b = mla_tensor_get_f64(r, i);
+        if (!isfinite(a) || !isfinite(b)) (*nonfinite)++;
+        num += (a - b) * (a - b);
+        den += b * b;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static mla_status make_engine(const mla_backend_ops *ops, mla_model *m, const mla_run_opts *o, void **ctx)
+{
+    mla_status st = ops->create(ctx);
+    if (st != MLA_OK) return st;
+    st = ops->load(*ctx, m, o);
+    if (st != MLA_OK) {
+        ops->destroy(*ctx);
+        *ctx = NULL;
+    }
+    return st;
+}
+
+static void fill_tokens(int32_t *tok, int n, int vocab, unsigned *seed)
+{
+    for (int i = 0; i < n; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        tok[i] = (int32_t)((*seed >> 8) % (unsigned)vocab);
+    }
+}
+
+static mla_status run_step(const mla_backend_ops *ops, void *ctx, const step *s, const int32_t *tok)
+{
+    mla_batch b = {s->n_seqs, s->seq, s->past, s->n, tok};
+    return s->absorbed ? ops->forward_mqa(ctx, &b) : ops->forward_mha(ctx, &b);
+}
+
+/* One model x profile. Returns 0 pass, 1 fail. */
+static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_query)
+{
+    const mla_backend_ops *ref = mla_ref_backend(), *gpu = mla_gpu_backend();
+    mla_model *m = NULL;
+    void *rc = NULL, *gc = NULL, *gc2 = NULL;
+    int fail = 0;
+    char label[96];
+    snprintf(label, sizeof label, "%s/%s%s", model, mla_profile_name(prof), fp8_query ? "+fp8q" : "");
+    mla_status st = mla_model_open(model, &m);
+    const mla_config *cfg = st == MLA_OK ? mla_model_config(m) : NULL;
+    mla_run_opts o;
+    mla_run_opts_default(&o);
+    o.profile = prof;
+    o.block_size = 16; /* several pages per sequence */
+    o.max_seqs = 4;
+    o.max_seq_len = 128;
+    o.shuffle_blocks = 1;
+    o.fp8_query = fp8_query;
+    o.kv_splits = 0;
+    if (st == MLA_OK) st = make_engine(ref, m, &o, &rc);
+    if (st == MLA_OK) st = make_engine(gpu, m, &o, &gc);
+    mla_run_opts o2 = o;
+    o2.kv_splits = 3;
+    if (st == MLA_OK) st = make_engine(gpu, m, &o2, &gc2);
+    if (st != MLA_OK) {
+        fprintf(log, "%-28s ERROR setting up: %s: %s\n", label, mla_strerror(st), mla_last_error());
+        fail = 1;
+        goto done;
+    }
+    tap_stat stats[MLA_TAP_COUNT];
+    memset(stats, 0, sizeof stats);
+    double split_worst = 0;
+    int nonfinite = 0;
+    unsigned seed = 12345;
+    for (int si = 0; si < N_STEPS && !fail; si++) {
+        const step *s = &script[si];
+        int32_t tok[64];
+        fill_tokens(tok, s->n[0] + (s->n_seqs > 1 ? s->n[1] : 0), cfg->vocab_size, &seed);
+        mla_status a = run_step(ref, rc, s, tok), g = run_step(gpu, gc, s, tok), g2 = run_step(gpu, gc2, s, tok);
+        if (a != MLA_OK || g != MLA_OK || g2 != MLA_OK) {
+            fprintf(log, "%-28s step '%s': ref %s, gpu %s, gpu(splits 3) %s: %s\n", label, s->what, mla_strerror(a),
+                    mla_strerror(g), mla_strerror(g2), mla_last_error());
+            fail = 1;
+            break;
+        }
+        for (int t = 0; t < MLA_TAP_COUNT; t++) {
+            int nl = mla_tap_is_layer((mla_tap)t) ? cfg->num_hidden_layers : 1;
+            char prod = mla_tap_producer((mla_tap)t);
+            if ((prod == 'M' && s->absorbed) || (prod == 'Q' && !s->absorbed)) continue;
+            for (int l = 0; l < nl; l++) {
+                if (mla_tap_is_layer((mla_tap)t) && !mla_tap_in_layer((mla_tap)t, cfg, l)) continue;
+                mla_tensor *rt = NULL, *gt = NULL, *g2t = NULL;
+                mla_status e1 = ref->read_tap(rc, l, (mla_tap)t, &rt);
+                mla_status e2 = gpu->read_tap(gc, l, (mla_tap)t, &gt);
+                mla_status e3 = gpu->read_tap(gc2, l, (mla_tap)t, &g2t);
+                if (e1 != MLA_OK || e2 != MLA_OK || e3 != MLA_OK || !mla_tensor_same_shape(rt, gt)) {
+                    fprintf(log, "%-28s step '%s' tap %s layer %d: read ref %s gpu %s\n", label, s->what,
+                            mla_tap_name((mla_tap)t), l, mla_strerror(e1), mla_strerror(e2));
+                    fail = 1;
+                } else if (t == MLA_TAP_TOPK_IDS) {
+                    for (int64_t i = 0; i < mla_tensor_numel(rt); i++)
+                        stats[t].mismatch += mla_tensor_get_f64(rt, i) != mla_tensor_get_f64(gt, i);
+                    stats[t].n++;
+                } else {
+                    double r = rel_l2(gt, rt, &nonfinite);
+                    if (r > stats[t].worst) stats[t].worst = r;
+                    stats[t].n++;
+                    if (t == MLA_TAP_ATTN_CORE || t == MLA_TAP_LOGITS) {
+                        int nf2 = 0;
+                        double r2 = rel_l2(g2t, gt, &nf2);
+                        if (r2 > split_worst) split_worst = r2;
+                    }
+                }
+                mla_tensor_free(rt);
+                mla_tensor_free(gt);
+                mla_tensor_free(g2t);
+            }
+        }
+    }
+    if (!fail) {
+        fprintf(log, "%-28s", label);
+        for (int t = 0; t < MLA_TAP_COUNT; t++) {
+            if (!stats[t].n) continue;
+            if (t == MLA_TAP_TOPK_IDS)
+                fprintf(log, " %s=%d flips", mla_tap_name((mla_tap)t), stats[t].mismatch);
+            else
+                fprintf(log, " %s=%.2e", mla_tap_name((mla_tap)t), stats[t].worst);
+        }
+        fprintf(log, " | splits(auto vs 3) attn_core/logits=%.2e\n", split_worst);
+        double gate_out = stats[MLA_TAP_OUT].worst, gate_logits = stats[MLA_TAP_LOGITS].worst;
+        if (nonfinite) {
+            fprintf(log, "%-28s FAIL: %d non-finite values\n", label, nonfinite);
+            fail = 1;
+        }
+        if (!(gate_out < GATE_REL_L2) || !(gate_logits < GATE_REL_L2)) {
+            fprintf(log, "%-28s FAIL: rel L2 out %.3e logits %.3e, gate %.0e\n", label, gate_out, gate_logits,
+                    GATE_REL_L2);
+            fail = 1;
+        }
+        if (!(split_worst < GATE_REL_L2)) {
+            fprintf(log, "%-28s FAIL: KV split count changes results (rel L2 %.3e)\n", label, split_worst);
+            fail = 1;
+        }
+    }
+done:
+    if (gc2) gpu->destroy(gc2);
+    if (gc) gpu->destroy(gc);
+    if (rc) ref->destroy(rc);
+    mla_model_free(m);
+    fprintf(log, "%-28s %s\n", label, fail ? "FAIL" : "PASS");
+    return fail;
+}
+
+int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile)
+{
+    char desc[256];
+    if (mla_gpu_probe(desc, sizeof desc) != MLA_OK) {
+        fprintf(log, "gpu: %s: skipped\n", mla_last_error());
+        return 77;
+    }
+    fprintf(log, "gpu: %s\n", desc);
+    static const char *const models[] = {"tiny-v3", "tiny-v2-lite"};
+    static const struct {
+        mla_profile p;
+        int fp8q;
+    } profs[] = {{MLA_PROFILE_BF16, 0}, {MLA_PROFILE_FP8KV, 0}, {MLA_PROFILE_FP8KV, 1},
+                 {MLA_PROFILE_FP8DS, 0}, {MLA_PROFILE_FP8W, 0}};
+    int fails = 0;
+    for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
+        if (only_model && strcmp(only_model, models[mi]) != 0) continue;
+        for (size_t pi = 0; pi < sizeof profs / sizeof profs[0]; pi++) {
+            if (only_profile && strcmp(only_profile, mla_profile_name(profs[pi].p)) != 0) continue;
+            fails += run_case(log, models[mi], profs[pi].p, profs[pi].fp8q);
+        }
+    }
+    fprintf(log, "gpu_check: %d case(s) failed\n", fails);
+    return fails ? 1 : 0;
+}

@@ -1,0 +1,35 @@
+/* cli.h: subcommands of the mlacheck CLI and the exit-code contract. */
+#ifndef MLACHECK_CLI_H
+#define MLACHECK_CLI_H
+
+#include "mla/mla.h"
+
+enum {
+    CLI_EXIT_PASS = 0,
+    CLI_EXIT_FAIL = 1,
+    CLI_EXIT_USAGE = 2,
+    CLI_EXIT_ENGINE = 3,
+    CLI_EXIT_SKIP = 77,
+    CLI_EXIT_BISECT_SKIP = 125
+};
+
+int cli_run(int argc, char **argv);
+int cli_dump(int argc, char **argv);
+int cli_compare(int argc, char **argv);
+int cli_golden(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
+int cli_bisect(int argc, char **argv);
+int cli_report(int argc, char **argv);
+int cli_list(int argc, char **argv);
+int cli_ops(int argc, char **argv);
+
+/* Exit code for a library status: bad input -> 2, engine/device -> 3, skipped -> 77. */
+int cli_exit_for(mla_status st);
+/* A project folder ("suites", "golden", "results"): ./name when it exists, else the source tree's. */
+const char *cli_dir(const char *name, char *buf, size_t n);
+/* The git sha of the source tree (or "unknown"). */
+const char *cli_git_sha(char *buf, size_t n);
+/* Parse "a,b,c" fault names into bits; -1 on an unknown name (message printed). */
+int cli_parse_faults(const char *list, unsigned *bits);
+
+#endif

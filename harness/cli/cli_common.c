@@ -1,0 +1,67 @@
+/* cli_common.c: exit codes, project folders, git sha, fault lists. */
+#include "cli.h"
+
+#include "mla/backend.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef MLA_SOURCE_DIR
+#define MLA_SOURCE_DIR "."
+#endif
+
+int cli_exit_for(mla_status st)
+{
+    switch (st) {
+    case MLA_OK: return CLI_EXIT_PASS;
+    case MLA_ERR_UNSUPPORTED:
+    case MLA_ERR_NO_DEVICE: return CLI_EXIT_SKIP;
+    case MLA_ERR_DEVICE:
+    case MLA_ERR_NOMEM: return CLI_EXIT_ENGINE;
+    default: return CLI_EXIT_USAGE;
+    }
+}
+
+const char *cli_dir(const char *name, char *buf, size_t n)
+{
+    struct stat sb;
+    if (stat(name, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(buf, n, "%s", name);
+        return buf;
+    }
+    snprintf(buf, n, "%s/%s", MLA_SOURCE_DIR, name);
+    return buf;
+}
+
+const char *cli_git_sha(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", MLA_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    if (!p) return buf;
+    char line[64];
+    if (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0]) snprintf(buf, n, "%s", line);
+    }
+    pclose(p);
+    return buf;
+}
+
+int cli_parse_faults(const char *list, unsigned *bits)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", list);
+    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "none")) continue;
+        if (mla_fault_from_name(t, bits) != 0) {
+            fprintf(stderr, "mlacheck: unknown fault '%s'; known:", t);
+            for (int i = 0; i < MLA_FAULT_COUNT; i++) fprintf(stderr, " %s", mla_fault_name(i));
+            fputc('\n', stderr);
+            return -1;
+        }
+    }
+    return 0;
+}

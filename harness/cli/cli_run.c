@@ -1,0 +1,266 @@
+/* cli_run.c: `mlacheck run`, `golden` and `sweep`: suites through the runner into a report. */
+#include "cli.h"
+
+#include "mlacheck/runner.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int bisect_map(int code, int git_bisect)
+{
+    if (!git_bisect) return code;
+    return code == CLI_EXIT_PASS ? 0 : code == CLI_EXIT_FAIL ? 1 : CLI_EXIT_BISECT_SKIP;
+}
+
+/* Loads suite + rules; prints errors. Returns 0 or an exit code. */
+static int load_suite(const char *name, mla_suite **s, mla_rules **rules)
+{
+    char sd[1024], rp[1100];
+    cli_dir("suites", sd, sizeof sd);
+    mla_status st = mla_suite_load(sd, name, s);
+    if (st) {
+        fprintf(stderr, "mlacheck: suite %s: %s\n", name, mla_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(rp, sizeof rp, "%s/rules.tol", sd);
+    if ((st = mla_rules_load(rp, rules))) {
+        fprintf(stderr, "mlacheck: %s\n", mla_last_error());
+        mla_suite_free(*s);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const char *results, int git_bisect,
+                     int quiet)
+{
+    double t0 = now_s();
+    mla_rep_run *rep = NULL;
+    mla_status st = mla_rep_new(results, s->name, &rep);
+    if (st) {
+        fprintf(stderr, "mlacheck: results %s: %s\n", results, mla_last_error());
+        return bisect_map(CLI_EXIT_USAGE, git_bisect);
+    }
+    char sha[64];
+    mla_rep_set_git_sha(rep, cli_git_sha(sha, sizeof sha));
+    mla_runner_totals tot;
+    st = mla_runner_run(s, rules, ro, rep, &tot);
+    double wall = now_s() - t0;
+    char out[1024] = "";
+    mla_status fs = mla_rep_finish(rep, wall, out, sizeof out);
+    const char *note = mla_rep_note(rep);
+    if (!quiet || tot.fail) {
+        printf("mlacheck run: suite %s: %d passed, %d failed, %d skipped in %.1f s wall\n", s->name, tot.pass,
+               tot.fail, tot.skip, wall);
+        if (fs == MLA_OK) printf("report: %s/index.html (summary.md, junit.xml, metrics.tsv)\n", out);
+        if (note && note[0]) printf("note: %s\n", note);
+    }
+    if (fs) fprintf(stderr, "mlacheck: writing the report: %s\n", mla_last_error());
+    if (tot.fail) {
+        /* name the failures on the terminal too: case, check and first diverging tap */
+        FILE *f;
+        char p[1200];
+        snprintf(p, sizeof p, "%s/summary.md", out);
+        if ((f = fopen(p, "r"))) {
+            char line[2048];
+            int shown = 0;
+            while (fgets(line, sizeof line, f) && shown < 40)
+                if (strstr(line, "FAIL")) {
+                    fputs(line, stdout);
+                    shown++;
+                }
+            fclose(f);
+        }
+    }
+    int code;
+    if (st) {
+        fprintf(stderr, "mlacheck: %s\n", mla_last_error());
+        code = cli_exit_for(st);
+    } else if (tot.error && tot.first_error[0] && !tot.pass && !tot.fail) {
+        code = CLI_EXIT_ENGINE;
+    } else if (tot.fail) {
+        code = tot.error == tot.fail && strstr(tot.first_error, "device") ? CLI_EXIT_ENGINE : CLI_EXIT_FAIL;
+    } else if (tot.pass == 0) {
+        code = CLI_EXIT_SKIP;
+    } else {
+        code = CLI_EXIT_PASS;
+    }
+    if (tot.error && tot.first_error[0]) fprintf(stderr, "mlacheck: first error: %s\n", tot.first_error);
+    mla_rep_free(rep);
+    return bisect_map(code, git_bisect);
+}
+
+int cli_run(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"suite", required_argument, 0, 's'},   {"engine", required_argument, 0, 'e'},
+        {"case", required_argument, 0, 'c'},    {"inject", required_argument, 0, 'i'},
+        {"results", required_argument, 0, 'r'}, {"golden", required_argument, 0, 'g'},
+        {"kv-splits", required_argument, 0, 'k'}, {"git-bisect", no_argument, 0, 'b'},
+        {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
+    const char *suite = "ci", *results = NULL, *golden = NULL;
+    char rd[1024], gd[1024];
+    mla_runner_opts ro = {0};
+    int git_bisect = 0, quiet = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:e:c:i:r:g:k:bq", lo, NULL)) != -1) {
+        switch (c) {
+        case 's': suite = optarg; break;
+        case 'e': ro.engine = optarg; break;
+        case 'c': ro.only_case = optarg; break;
+        case 'i':
+            if (cli_parse_faults(optarg, &ro.faults)) return CLI_EXIT_USAGE;
+            break;
+        case 'r': results = optarg; break;
+        case 'g': golden = optarg; break;
+        case 'k': ro.kv_splits = atoi(optarg); break;
+        case 'b': git_bisect = 1; break;
+        case 'q': quiet = 1; break;
+        default: fprintf(stderr, "mlacheck run: see mlacheck --help\n"); return bisect_map(CLI_EXIT_USAGE, git_bisect);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mlacheck run: unexpected argument '%s'\n", argv[optind]);
+        return bisect_map(CLI_EXIT_USAGE, git_bisect);
+    }
+    ro.golden_dir = golden ? golden : cli_dir("golden", gd, sizeof gd);
+    ro.progress = isatty(2) && !quiet;
+    mla_suite *s;
+    mla_rules *rules;
+    int e = load_suite(suite, &s, &rules);
+    if (e) return bisect_map(e, git_bisect);
+    int code = run_suite(s, rules, &ro, results ? results : cli_dir("results", rd, sizeof rd), git_bisect, quiet);
+    mla_suite_free(s);
+    mla_rules_free(rules);
+    return code;
+}
+
+/* golden: write candidates to results/golden-staging/<utc>/; --update copies them into golden/. */
+int cli_golden(int argc, char **argv)
+{
+    static const struct option lo[] = {{"suite", required_argument, 0, 's'},
+                                       {"update", no_argument, 0, 'u'},
+                                       {"reason", required_argument, 0, 'm'},
+                                       {0, 0, 0, 0}};
+    const char *suite = "ci", *reason = NULL;
+    int update = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:um:", lo, NULL)) != -1) {
+        switch (c) {
+        case 's': suite = optarg; break;
+        case 'u': update = 1; break;
+        case 'm': reason = optarg; break;
+        default: return CLI_EXIT_USAGE;
+        }
+    }
+    if (update && (!reason || !reason[0])) {
+        fprintf(stderr, "mlacheck golden --update needs --reason TEXT (recorded in golden/MANIFEST)\n");
+        return CLI_EXIT_USAGE;
+    }
+    mla_suite *s;
+    mla_rules *rules;
+    int e = load_suite(suite, &s, &rules);
+    if (e) return e;
+    char rd[1024], gd[1024], stage[1400], stamp[32];
+    time_t t = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
+    snprintf(stage, sizeof stage, "%s/golden-staging/%s", cli_dir("results", rd, sizeof rd), stamp);
+    cli_dir("golden", gd, sizeof gd);
+    mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .progress = isatty(2)};
+    mla_runner_totals tot;
+    mla_status st = mla_runner_run(s, rules, &ro, NULL, &tot);
+    int code = 0;
+    if (st || tot.error) {
+        fprintf(stderr, "mlacheck golden: %s\n", st ? mla_last_error() : tot.first_error);
+        code = CLI_EXIT_ENGINE;
+    } else {
+        printf("golden candidates written to %s\n", stage);
+        if (update) {
+            char cmd[4096];
+            snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'/", stage, gd);
+            if (system(cmd) != 0) {
+                fprintf(stderr, "mlacheck golden: copying %s into %s failed\n", stage, gd);
+                code = CLI_EXIT_USAGE;
+            } else {
+                char mp[1100], sha[64];
+                snprintf(mp, sizeof mp, "%s/MANIFEST", gd);
+                FILE *f = fopen(mp, "a");
+                if (f) {
+                    fprintf(f, "%s\tsuite=%s\tgit=%s\treason=%s\n", stamp, suite, cli_git_sha(sha, sizeof sha), reason);
+                    fclose(f);
+                }
+                printf("golden/ updated from %s; MANIFEST records: %s\n", stage, reason);
+            }
+        } else {
+            printf("review them, then: mlacheck golden --suite %s --update --reason \"why\"\n", suite);
+        }
+    }
+    mla_suite_free(s);
+    mla_rules_free(rules);
+    return code;
+}
+
+/* sweep: decode vs prefill along the kv length for one model/profile; prints the first failing length. */
+int cli_sweep(int argc, char **argv)
+{
+    static const struct option lo[] = {{"model", required_argument, 0, 'm'}, {"profile", required_argument, 0, 'p'},
+                                       {"engine", required_argument, 0, 'e'}, {"max-len", required_argument, 0, 'n'},
+                                       {"step", required_argument, 0, 't'},  {"inject", required_argument, 0, 'i'},
+                                       {0, 0, 0, 0}};
+    const char *model = "tiny-v3", *profile = "fp64", *engine = "ref";
+    int max_len = 512, step = 16, c;
+    unsigned faults = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:p:e:n:t:i:", lo, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 'p': profile = optarg; break;
+        case 'e': engine = optarg; break;
+        case 'n': max_len = atoi(optarg); break;
+        case 't': step = atoi(optarg); break;
+        case 'i':
+            if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
+            break;
+        default: return CLI_EXIT_USAGE;
+        }
+    }
+    if (max_len < 2 || step < 1) {
+        fprintf(stderr, "mlacheck sweep: --max-len must be >= 2 and --step >= 1\n");
+        return CLI_EXIT_USAGE;
+    }
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[case sweep]\nmodel = %s\nprompts = random:len=%d,seed=7\nengines = %s\npaths = prefill, decode\n"
+             "profiles = %s\nchecks = sweep\nkv_lens = %d..%d step %d\n",
+             model, max_len, engine, profile, step, max_len, step);
+    mla_suite *s;
+    if (mla_suite_parse(text, "sweep", &s)) {
+        fprintf(stderr, "mlacheck sweep: %s\n", mla_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    char sd[1024], rp[1100], rd[1024];
+    snprintf(rp, sizeof rp, "%s/rules.tol", cli_dir("suites", sd, sizeof sd));
+    mla_rules *rules;
+    if (mla_rules_load(rp, &rules)) {
+        fprintf(stderr, "mlacheck: %s\n", mla_last_error());
+        mla_suite_free(s);
+        return CLI_EXIT_USAGE;
+    }
+    mla_runner_opts ro = {.faults = faults, .progress = isatty(2)};
+    int code = run_suite(s, rules, &ro, cli_dir("results", rd, sizeof rd), 0, 0);
+    mla_suite_free(s);
+    mla_rules_free(rules);
+    return code;
+}

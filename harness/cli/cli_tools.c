@@ -1,0 +1,247 @@
+/* cli_tools.c: `dump`, `compare`, `report`, `list` and `bisect`. */
+#include "cli.h"
+
+#include "mlacheck/dumpcmp.h"
+#include "mlacheck/h5io.h"
+#include "mlacheck/runner.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_tokens(const char *s, int32_t **out, int *n)
+{
+    int cap = 16, k = 0;
+    int32_t *t = malloc((size_t)cap * sizeof *t);
+    const char *p = s;
+    while (t && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff) {
+            free(t);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *nt = realloc(t, (size_t)(cap *= 2) * sizeof *t);
+            if (!nt) break;
+            t = nt;
+        }
+        t[k++] = (int32_t)v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) {
+            free(t);
+            return -1;
+        }
+    }
+    *out = t;
+    *n = k;
+    return k > 0 ? 0 : -1;
+}
+
+int cli_dump(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"model", required_argument, 0, 'm'},   {"tokens", required_argument, 0, 't'},
+        {"path", required_argument, 0, 'p'},    {"prefill-len", required_argument, 0, 'n'},
+        {"chunk", required_argument, 0, 'c'},   {"profile", required_argument, 0, 'f'},
+        {"engine", required_argument, 0, 'e'},  {"out", required_argument, 0, 'o'},
+        {"inject", required_argument, 0, 'i'},  {"block-size", required_argument, 0, 'b'},
+        {0, 0, 0, 0}};
+    const char *model = NULL, *tokens = NULL, *path = "prefill", *profile = "fp64", *engine = "ref", *out = NULL;
+    int prefill_len = 1, chunk = 7, c, block = 64;
+    unsigned faults = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:t:p:n:c:f:e:o:i:b:", lo, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 't': tokens = optarg; break;
+        case 'p': path = optarg; break;
+        case 'n': prefill_len = atoi(optarg); break;
+        case 'c': chunk = atoi(optarg); break;
+        case 'f': profile = optarg; break;
+        case 'e': engine = optarg; break;
+        case 'o': out = optarg; break;
+        case 'b': block = atoi(optarg); break;
+        case 'i':
+            if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
+            break;
+        default: return CLI_EXIT_USAGE;
+        }
+    }
+    mla_drive_opts d = {.prefill_len = prefill_len, .chunk = chunk};
+    mla_run_opts ro;
+    mla_run_opts_default(&ro);
+    if (!model || !tokens || !out) {
+        fprintf(stderr, "mlacheck dump: --model, --tokens and --out are required\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (mla_path_from_name(path, &d.path)) {
+        fprintf(stderr, "mlacheck dump: --path '%s': expected prefill, decode or chunked\n", path);
+        return CLI_EXIT_USAGE;
+    }
+    if (mla_profile_from_name(profile, &ro.profile)) {
+        fprintf(stderr, "mlacheck dump: --profile '%s': expected fp64, bf16, fp8kv, fp8ds or fp8w\n", profile);
+        return CLI_EXIT_USAGE;
+    }
+    int32_t *tok;
+    int n;
+    if (parse_tokens(tokens, &tok, &n)) {
+        fprintf(stderr, "mlacheck dump: --tokens '%s': expected comma-separated non-negative ids\n", tokens);
+        return CLI_EXIT_USAGE;
+    }
+    mla_model *m;
+    mla_status st = mla_model_open(model, &m);
+    if (st) {
+        fprintf(stderr, "mlacheck dump: %s\n", mla_last_error());
+        free(tok);
+        return cli_exit_for(st);
+    }
+    ro.max_seqs = 1;
+    ro.max_seq_len = n + 1;
+    ro.faults = faults;
+    ro.block_size = block;
+    mla_engine e;
+    mla_dump *dump = NULL;
+    if ((st = mla_engine_open(engine, m, &ro, &e)) == MLA_OK) {
+        const int32_t *tp[1] = {tok};
+        st = mla_drive(&e, mla_model_config(m), 1, tp, &n, &d, &dump);
+        mla_engine_close(&e);
+    }
+    int code = 0;
+    if (!st) {
+        char sha[64];
+        snprintf(dump->meta.producer, sizeof dump->meta.producer, "mlacheck dump --model %s --tokens %s --path %s "
+                 "--prefill-len %d --profile %s --engine %s", model, tokens, path, prefill_len, profile, engine);
+        snprintf(dump->meta.profile, sizeof dump->meta.profile, "%s", profile);
+        snprintf(dump->meta.model, sizeof dump->meta.model, "%s", model);
+        snprintf(dump->meta.git_sha, sizeof dump->meta.git_sha, "%s", cli_git_sha(sha, sizeof sha));
+        dump->meta.model_config_json = mla_config_to_json(mla_model_config(m));
+        mla_model_weights_hash(m, dump->meta.weights_hash);
+        st = mla_h5_write(out, dump);
+    }
+    if (st) {
+        fprintf(stderr, "mlacheck dump: %s\n", mla_last_error());
+        code = st == MLA_ERR_DEVICE ? CLI_EXIT_ENGINE : cli_exit_for(st);
+    } else {
+        printf("wrote %s (%d tokens, path %s, profile %s, engine %s)\n", out, n, path, profile, engine);
+    }
+    mla_dump_free(dump);
+    mla_model_free(m);
+    free(tok);
+    return code;
+}
+
+int cli_compare(int argc, char **argv)
+{
+    static const struct option lo[] = {{"check", required_argument, 0, 'c'}, {"profile", required_argument, 0, 'p'},
+                                       {"rules", required_argument, 0, 'r'}, {0, 0, 0, 0}};
+    const char *check = "golden", *profile = NULL, *rules_path = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:p:r:", lo, NULL)) != -1) {
+        switch (c) {
+        case 'c': check = optarg; break;
+        case 'p': profile = optarg; break;
+        case 'r': rules_path = optarg; break;
+        default: return CLI_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "mlacheck compare: expected two HDF5 files (reference, candidate)\n");
+        return CLI_EXIT_USAGE;
+    }
+    mla_dump *a = NULL, *b = NULL;
+    mla_status st;
+    if ((st = mla_h5_read(argv[optind], &a)) || (st = mla_h5_read(argv[optind + 1], &b))) {
+        fprintf(stderr, "mlacheck compare: %s\n", mla_last_error());
+        mla_dump_free(a);
+        return CLI_EXIT_USAGE;
+    }
+    char sd[1024], rp[1100];
+    if (!rules_path) {
+        snprintf(rp, sizeof rp, "%s/rules.tol", cli_dir("suites", sd, sizeof sd));
+        rules_path = rp;
+    }
+    mla_rules *rules;
+    if ((st = mla_rules_load(rules_path, &rules))) {
+        fprintf(stderr, "mlacheck compare: %s\n", mla_last_error());
+        mla_dump_free(a);
+        mla_dump_free(b);
+        return CLI_EXIT_USAGE;
+    }
+    if (!profile) profile = b->meta.profile[0] ? b->meta.profile : "fp64";
+    mla_dcmp_ctx cx = {.rules = rules, .check = check, .profile = profile, .path = b->meta.path, .kv_len = -1};
+    mla_dcmp_result res;
+    int code;
+    if (a->tokens && b->tokens && !mla_tensor_same_shape(a->tokens, b->tokens)) {
+        fprintf(stderr, "mlacheck compare: token counts differ (%lld vs %lld)\n", (long long)a->tokens->shape[0],
+                (long long)b->tokens->shape[0]);
+        code = CLI_EXIT_USAGE;
+    } else if ((st = mla_dcmp(&cx, a, b, &res))) {
+        fprintf(stderr, "mlacheck compare: %s\n", mla_last_error());
+        code = CLI_EXIT_USAGE;
+    } else {
+        printf("compare %s (%s) vs %s (%s): check %s, profile %s: %d taps compared, %d failed\n", argv[optind],
+               a->meta.engine, argv[optind + 1], b->meta.engine, check, profile, res.n_compared, res.n_failed);
+        printf("worst headroom %.3g at %s", res.worst_headroom, res.worst_tap);
+        if (res.kl_mean >= 0) printf("; logits KL mean %.3g", res.kl_mean);
+        if (res.flipped_tokens) printf("; %lld routing flips", (long long)res.flipped_tokens);
+        printf("\n");
+        if (res.n_failed)
+            printf("FAIL: first divergence at %s%d tap %s: %s\n", res.first_layer >= 0 ? "layer " : "",
+                   res.first_layer, res.first_tap, res.first_why);
+        else
+            printf("PASS\n");
+        code = res.n_failed ? CLI_EXIT_FAIL : CLI_EXIT_PASS;
+    }
+    mla_rules_free(rules);
+    mla_dump_free(a);
+    mla_dump_free(b);
+    return code;
+}
+
+int cli_report(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "mlacheck report: expected one results folder\n");
+        return CLI_EXIT_USAGE;
+    }
+    char note[256] = "";
+    mla_status st = mla_rep_render(argv[1], note, sizeof note);
+    if (st) {
+        fprintf(stderr, "mlacheck report: %s\n", mla_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    printf("rendered %s/index.html%s%s\n", argv[1], note[0] ? "; " : "", note);
+    return 0;
+}
+
+int cli_list(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("models:");
+    for (const char *const *m = mla_builtin_models(); *m; m++) printf(" %s", *m);
+    printf(" (or a Hugging Face checkpoint folder)\nprofiles:");
+    for (int p = 0; p < MLA_PROFILE_COUNT; p++) printf(" %s", mla_profile_name((mla_profile)p));
+    printf("\nengines: ref");
+#ifdef MLA_HAVE_GPU
+    printf(" gpu");
+#endif
+    printf(" plugin:<path.so>\nfaults:");
+    for (int i = 0; i < MLA_FAULT_COUNT; i++) printf(" %s", mla_fault_name(i));
+    printf("\nchecks:");
+    for (int k = 0; k < MLA_CHECK_COUNT; k++) printf(" %s", mla_suite_check_name((mla_suite_check)k));
+    char sd[1024];
+    char **names;
+    int n;
+    if (mla_suite_list(cli_dir("suites", sd, sizeof sd), &names, &n) == MLA_OK) {
+        printf("\nsuites:");
+        for (int i = 0; i < n; i++) printf(" %s", names[i]);
+        mla_suite_list_free(names, n);
+    }
+    printf("\n");
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* runner.h: run a suite: every case, profile, engine, path and check, into a report. */
+#ifndef MLACHECK_RUNNER_H
+#define MLACHECK_RUNNER_H
+
+#include "mlacheck/driver.h"
+#include "mlacheck/report.h"
+#include "mlacheck/rules.h"
+#include "mlacheck/suite.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mla_runner_opts {
+    const char *golden_dir;   /* golden/ */
+    const char *engine;       /* non-NULL: replaces every case's engine list (e.g. "gpu") */
+    unsigned faults;          /* MLA_FAULT(...) bits injected into the candidate engines */
+    const char *only_case;    /* run just this case (NULL = all) */
+    int progress;             /* 1: a progress line on stderr */
+    int kv_splits;            /* passed to engines */
+    const char *write_golden; /* non-NULL: write golden candidates into this folder instead of checking */
+} mla_runner_opts;
+
+typedef struct mla_runner_totals {
+    int pass, fail, skip, error;
+    char first_error[512];
+} mla_runner_totals;
+
+/* Runs the suite, adding rows and verdicts to rep (may be NULL when writing goldens). Engine or
+ * input errors inside a case are recorded as failed checks with the message and counted in
+ * totals.error; the return value is an error only when nothing could run (bad rules, no model). */
+mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
+                          mla_rep_run *rep, mla_runner_totals *totals);
+
+/* Tokens of a suite prompt for a vocabulary (random prompts are drawn from their seed).
+ * Caller frees *tokens. */
+mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab,
+                                    int32_t **tokens, int *n);
+
+/* golden/<model>/<profile>/<path>-<len>-<fnv8>.h5 for one sequence. */
+void mla_runner_golden_path(const char *golden_dir, const char *model, const char *profile,
+                            const char *path, const int32_t *tokens, int n, char *out, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,282 @@
+/* dumpcmp.c: dump-against-dump comparison in computation order (embed, each layer's taps in the
+ * order of taps.h, final_norm, logits), so the first failing tap is the first divergence. */
+#include "mlacheck/dumpcmp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void limits_from_rule(const mla_rule_limits *r, mla_cmp_limits *l)
+{
+    l->max_abs = r->max_abs;
+    l->max_rel = r->max_rel;
+    l->rel_floor = r->rel_floor;
+    l->nmse = r->nmse;
+    l->cos_diff = r->cos_diff;
+    l->mismatch_frac = r->mismatch_frac;
+    l->ulp_p99 = r->ulp_p99;
+    l->rel_l2 = r->rel_l2;
+    l->ulp_dtype = r->ulp_dtype;
+}
+
+/* A copy of t with only the token rows r in [lo, hi) whose mask[r] == 0. */
+static mla_status rows_subset(const mla_tensor *t, int lo, int hi, const unsigned char *mask, mla_tensor **out)
+{
+    int64_t rows = t->shape[0], per = rows ? mla_tensor_numel(t) / rows : 0;
+    int64_t keep = 0;
+    for (int64_t r = lo; r < hi && r < rows; r++) keep += !(mask && mask[r]);
+    int64_t shape[MLA_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = keep;
+    mla_status st = mla_tensor_new(out, t->dtype, t->ndim, shape, t->name);
+    if (st) return st;
+    size_t es = mla_dtype_size(t->dtype), rb = (size_t)per * es;
+    int64_t k = 0;
+    for (int64_t r = lo; r < hi && r < rows; r++)
+        if (!(mask && mask[r])) memcpy((char *)(*out)->data + (size_t)k++ * rb, (const char *)t->data + (size_t)r * rb, rb);
+    return MLA_OK;
+}
+
+/* Per token, (id, weight) pairs sorted by id, so engines that order top-k differently compare. */
+static void canonical_topk(mla_tensor *ids, mla_tensor *w)
+{
+    int64_t T = ids->shape[0], K = ids->ndim > 1 ? ids->shape[1] : 1;
+    int32_t *id = ids->data;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t i = 1; i < K; i++)
+            for (int64_t j = i; j > 0 && id[t * K + j - 1] > id[t * K + j]; j--) {
+                int32_t x = id[t * K + j];
+                id[t * K + j] = id[t * K + j - 1];
+                id[t * K + j - 1] = x;
+                if (w) {
+                    char tmp[8];
+                    size_t es = mla_dtype_size(w->dtype);
+                    char *p = (char *)w->data + (size_t)(t * K + j) * es, *q = p - es;
+                    memcpy(tmp, p, es);
+                    memcpy(p, q, es);
+                    memcpy(q, tmp, es);
+                }
+            }
+}
+
+typedef struct {
+    const mla_dcmp_ctx *c;
+    mla_dcmp_result *out;
+    unsigned char *mask; /* tokens whose routing flipped at or before the current point */
+    int lo, hi;
+} dcmp_state;
+
+static void note_result(dcmp_state *s, int layer, const char *tap, int pass, double headroom, const char *why)
+{
+    mla_dcmp_result *o = s->out;
+    o->n_compared++;
+    if (headroom > o->worst_headroom || o->n_compared == 1) {
+        o->worst_headroom = headroom;
+        if (layer < 0)
+            snprintf(o->worst_tap, sizeof o->worst_tap, "%s", tap);
+        else
+            snprintf(o->worst_tap, sizeof o->worst_tap, "L%d/%s", layer, tap);
+    }
+    if (!pass) {
+        if (o->n_failed == 0) {
+            o->first_layer = layer;
+            snprintf(o->first_tap, sizeof o->first_tap, "%s", tap);
+            snprintf(o->first_why, sizeof o->first_why, "%s", why);
+        }
+        o->n_failed++;
+    }
+}
+
+static void add_row(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, const char *worst)
+{
+    const mla_dcmp_ctx *c = s->c;
+    if (!c->rep || c->quiet) return;
+    mla_rep_row row = {.case_name = c->case_name, .check = c->check, .profile = c->profile, .path = c->path,
+                       .layer = layer, .tap = tap, .kv_len = c->kv_len, .n = r->n, .max_abs = r->max_abs,
+                       .max_rel = r->max_rel, .nmse_db = r->nmse_db, .cos_diff = r->cos_diff,
+                       .rel_l2 = r->rel_l2, .ulp_p99 = r->ulp_p99, .headroom = r->headroom,
+                       .worst = worst, .pass = r->pass, .why = r->why};
+    mla_rep_add_metric(c->rep, &row);
+}
+
+static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const mla_dump *b)
+{
+    const mla_tensor *ia = mla_dump_get(a, layer, MLA_TAP_TOPK_IDS), *ib = mla_dump_get(b, layer, MLA_TAP_TOPK_IDS);
+    if (!ia || !ib) return MLA_OK;
+    const mla_rule_limits *rl = mla_rules_match(s->c->rules, "topk_ids", s->c->profile, s->c->check);
+    if (!rl)
+        return mla_errorf(MLA_ERR_NOT_FOUND, "rules %s: no rule for tap topk_ids, profile %s, check %s",
+                          mla_rules_origin(s->c->rules), s->c->profile, s->c->check);
+    mla_tensor *xa = NULL, *xb = NULL, *sa = NULL, *sb = NULL;
+    mla_status st;
+    if ((st = rows_subset(ia, s->lo, s->hi, s->mask, &xa)) || (st = rows_subset(ib, s->lo, s->hi, s->mask, &xb)))
+        goto done;
+    const mla_tensor *ra = mla_dump_get(a, layer, MLA_TAP_ROUTER_LOGITS), *rb = mla_dump_get(b, layer, MLA_TAP_ROUTER_LOGITS);
+    if (ra && rb && ((st = rows_subset(ra, s->lo, s->hi, s->mask, &sa)) || (st = rows_subset(rb, s->lo, s->hi, s->mask, &sb))))
+        goto done;
+    mla_cmp_routing_result rr;
+    if ((st = mla_cmp_routing(xa, xb, sa, sb, &rr))) goto done;
+    double frac = rr.n_tokens ? (double)rr.n_flipped_tokens / (double)rr.n_tokens : 0.0;
+    double lim = rl->mismatch_frac;
+    int pass = lim > 0 ? frac <= lim : rr.n_flipped_tokens == 0;
+    char why[256] = "";
+    if (rr.n_flipped_tokens) mla_cmp_format_routing(&rr, why, sizeof why);
+    mla_cmp_result r = {.n = rr.n_tokens, .headroom = lim > 0 ? frac / lim : (rr.n_flipped_tokens ? INFINITY : 0),
+                        .pass = pass};
+    snprintf(r.why, sizeof r.why, "%s%s", pass ? "" : "routing: ", why);
+    add_row(s, layer, "topk_ids", &r, "mismatch_frac");
+    note_result(s, layer, "topk_ids", pass, r.headroom, r.why);
+    s->out->flipped_tokens += rr.n_flipped_tokens;
+    /* mask the flipped tokens from here on: their expert outputs legitimately differ */
+    if (rr.n_flipped_tokens) {
+        const int32_t *pa = ia->data, *pb = ib->data;
+        int64_t K = ia->shape[1];
+        for (int64_t t = s->lo; t < s->hi; t++) {
+            if (s->mask[t]) continue;
+            for (int64_t i = 0; i < K; i++) {
+                int found = 0;
+                for (int64_t j = 0; j < K; j++) found |= pa[t * K + i] == pb[t * K + j];
+                if (!found) s->mask[t] = 1;
+            }
+        }
+    }
+done:
+    mla_tensor_free(xa); mla_tensor_free(xb); mla_tensor_free(sa); mla_tensor_free(sb);
+    return st;
+}
+
+static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tensor *ta, const mla_tensor *tb)
+{
+    const char *name = mla_tap_name(tap);
+    const mla_rule_limits *rl = mla_rules_match(s->c->rules, name, s->c->profile, s->c->check);
+    if (!rl)
+        return mla_errorf(MLA_ERR_NOT_FOUND, "rules %s: no rule for tap %s, profile %s, check %s",
+                          mla_rules_origin(s->c->rules), name, s->c->profile, s->c->check);
+    if (!mla_tensor_same_shape(ta, tb)) {
+        char sa[64], sb[64], why[200];
+        snprintf(why, sizeof why, "shape %s vs %s", mla_tensor_shape_str(ta, sa, sizeof sa),
+                 mla_tensor_shape_str(tb, sb, sizeof sb));
+        mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
+        snprintf(r.why, sizeof r.why, "%s", why);
+        add_row(s, layer, name, &r, "shape");
+        note_result(s, layer, name, 0, INFINITY, why);
+        return MLA_OK;
+    }
+    mla_tensor *xa = NULL, *xb = NULL;
+    mla_status st;
+    if ((st = rows_subset(ta, s->lo, s->hi, s->mask, &xa)) || (st = rows_subset(tb, s->lo, s->hi, s->mask, &xb))) {
+        mla_tensor_free(xa);
+        return st;
+    }
+    mla_cmp_limits lim;
+    limits_from_rule(rl, &lim);
+    mla_cmp_result r;
+    st = mla_cmp_tensor(xa, xb, &lim, &r);
+    if (!st) {
+        add_row(s, layer, name, &r, NULL);
+        note_result(s, layer, name, r.pass, r.headroom, r.why);
+        if (tap == MLA_TAP_LOGITS && xa->shape[0] > 0) {
+            mla_cmp_logits_result lr;
+            if (mla_cmp_logits(xa, xb, &lr) == MLA_OK) {
+                s->out->kl_mean = lr.kl_ab_mean;
+                if (s->c->rep && !s->c->quiet) mla_rep_add_kl(s->c->rep, lr.kl_ab_mean);
+            }
+        }
+    }
+    mla_tensor_free(xa);
+    mla_tensor_free(xb);
+    return st;
+}
+
+static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out,
+                            mla_status (*one)(dcmp_state *, int, mla_tap, const mla_tensor *, const mla_tensor *),
+                            int routing)
+{
+    memset(out, 0, sizeof *out);
+    out->first_layer = -1;
+    out->kl_mean = -1;
+    int rows = a->tokens ? (int)a->tokens->shape[0] : 0;
+    dcmp_state s = {.c = c, .out = out, .lo = c->row_lo, .hi = c->row_hi > 0 ? c->row_hi : rows};
+    s.mask = calloc((size_t)rows + 1, 1);
+    if (!s.mask) return mla_errorf(MLA_ERR_NOMEM, "compare: mask");
+    mla_status st = MLA_OK;
+    /* embed, then each layer, then final_norm and logits */
+    const mla_tensor *ta = mla_dump_get(a, 0, MLA_TAP_EMBED), *tb = mla_dump_get(b, 0, MLA_TAP_EMBED);
+    if (ta && tb && (st = one(&s, -1, MLA_TAP_EMBED, ta, tb))) goto done;
+    for (int l = 0; l < a->n_layers && l < b->n_layers; l++) {
+        for (int t = 0; t < MLA_TAP_COUNT; t++) {
+            if (!mla_tap_is_layer((mla_tap)t)) continue;
+            if (routing && t == MLA_TAP_TOPK_IDS) {
+                if ((st = cmp_routing(&s, l, a, b))) goto done;
+                continue;
+            }
+            ta = mla_dump_get(a, l, (mla_tap)t);
+            tb = mla_dump_get(b, l, (mla_tap)t);
+            if (!ta || !tb) continue;
+            if (routing && t == MLA_TAP_TOPK_WEIGHTS) {
+                /* compare weights in id order */
+                const mla_tensor *ia = mla_dump_get(a, l, MLA_TAP_TOPK_IDS), *ib = mla_dump_get(b, l, MLA_TAP_TOPK_IDS);
+                mla_tensor *ca = NULL, *cb = NULL, *wa = NULL, *wb = NULL;
+                if (ia && ib && !mla_tensor_clone(ia, &ca) && !mla_tensor_clone(ib, &cb) &&
+                    !mla_tensor_clone(ta, &wa) && !mla_tensor_clone(tb, &wb)) {
+                    canonical_topk(ca, wa);
+                    canonical_topk(cb, wb);
+                    st = one(&s, l, (mla_tap)t, wa, wb);
+                }
+                mla_tensor_free(ca); mla_tensor_free(cb); mla_tensor_free(wa); mla_tensor_free(wb);
+                if (st) goto done;
+                continue;
+            }
+            if ((st = one(&s, l, (mla_tap)t, ta, tb))) goto done;
+        }
+    }
+    for (int t = MLA_TAP_FINAL_NORM; t <= MLA_TAP_LOGITS; t++) {
+        ta = mla_dump_get(a, 0, (mla_tap)t);
+        tb = mla_dump_get(b, 0, (mla_tap)t);
+        if (ta && tb && (st = one(&s, -1, (mla_tap)t, ta, tb))) goto done;
+    }
+done:
+    free(s.mask);
+    return st;
+}
+
+mla_status mla_dcmp(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out)
+{
+    return dcmp_walk(c, a, b, out, cmp_one, 1);
+}
+
+static mla_status bit_one(dcmp_state *s, int layer, mla_tap tap, const mla_tensor *ta, const mla_tensor *tb)
+{
+    const char *name = mla_tap_name(tap);
+    mla_cmp_result r = {.n = mla_tensor_numel(ta), .pass = 1};
+    if (!mla_tensor_same_shape(ta, tb) || ta->dtype != tb->dtype) {
+        r.pass = 0;
+        snprintf(r.why, sizeof r.why, "shape or dtype differs");
+    } else {
+        size_t es = mla_dtype_size(ta->dtype);
+        const unsigned char *pa = ta->data, *pb = tb->data;
+        for (int64_t i = 0; i < r.n; i++)
+            if (memcmp(pa + i * es, pb + i * es, es) != 0) {
+                if (r.pass) {
+                    r.worst_index = i;
+                    r.worst_ref = mla_load_f64(ta->dtype, pa + i * es);
+                    r.worst_cand = mla_load_f64(tb->dtype, pb + i * es);
+                }
+                r.pass = 0;
+                r.n_mismatch++;
+            }
+        if (!r.pass)
+            snprintf(r.why, sizeof r.why, "%lld of %lld elements differ bitwise (first at %lld: %.17g vs %.17g)",
+                     (long long)r.n_mismatch, (long long)r.n, (long long)r.worst_index, r.worst_ref, r.worst_cand);
+    }
+    r.headroom = r.pass ? 0 : INFINITY;
+    add_row(s, layer, name, &r, "bitwise");
+    note_result(s, layer, name, r.pass, r.headroom, r.why);
+    return MLA_OK;
+}
+
+mla_status mla_dcmp_bitwise(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out)
+{
+    return dcmp_walk(c, a, b, out, bit_one, 0);
+}

@@ -1,0 +1,360 @@
+/* test_compare.c: comparison metrics on hand-computed vectors (expected values derived by hand in
+ * the comments), NaN/Inf position checks, ULP distances, logits KL and routing flips. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlacheck/compare.h"
+
+/* |x - want| within k ulps of want (k = 2: a long-double result rounded once more to double). */
+static void assert_close_ulps(double x, double want, double k)
+{
+    double tol = k * DBL_EPSILON * fabs(want);
+    if (!(fabs(x - want) <= tol)) fail_msg("got %.17g, expected %.17g (within %g ulps)", x, want, k);
+}
+
+static mla_tensor *vec(mla_dtype dt, int ndim, const int64_t *shape, const double *v)
+{
+    mla_tensor *t = NULL;
+    assert_int_equal(mla_tensor_new(&t, dt, ndim, shape, "t"), MLA_OK);
+    for (int64_t i = 0; i < mla_tensor_numel(t); i++)
+        mla_store_f64(dt, (char *)t->data + (size_t)i * mla_dtype_size(dt), v[i]);
+    return t;
+}
+
+/* a = [[1, 2], [3, 4]], b = [[1, 2.5], [2, 4]]: e = [0, .5, -1, 0]
+ *   max_abs 1, max_rel max(.5/2, 1/3) = 1/3
+ *   sum e^2 = 1.25, sum a^2 = 30  -> nmse = 1/24, rel_l2 = sqrt(1/24), nmse_db = 10 log10(1/24)
+ *   sum(a^2 + b^2) = 30 + 27.25 = 57.25, sum ab = 28 -> cos_diff = 1 - 56/57.25 = 1.25/57.25
+ *   worst (largest abs error) = flat 2 = [1, 0], ref 3, cand 2
+ *   f64 ULPs: 2 -> 2.5 is .5 / 2^-51 = 2^50, 3 -> 2 is 2^51; sorted [0, 0, 2^50, 2^51]
+ *   nearest rank: p50 = v[ceil(2) - 1] = 0, p99 = v[ceil(3.96) - 1] = 2^51 */
+static void test_hand_vectors(void **state)
+{
+    (void)state;
+    int64_t sh[2] = {2, 2};
+    double av[4] = {1, 2, 3, 4}, bv[4] = {1, 2.5, 2, 4};
+    mla_tensor *a = vec(MLA_F64, 2, sh, av), *b = vec(MLA_F64, 2, sh, bv);
+    mla_cmp_result r;
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_OK);
+    assert_int_equal(r.n, 4);
+    assert_true(r.max_abs == 1.0);
+    assert_close_ulps(r.max_rel, 1.0 / 3.0, 1);
+    assert_close_ulps(r.nmse, 1.0 / 24.0, 2);
+    assert_close_ulps(r.nmse_db, 10.0 * log10(1.0 / 24.0), 4);
+    assert_close_ulps(r.nmse_db, -13.802112417116060, 4);
+    assert_close_ulps(r.cos_diff, 1.25 / 57.25, 2);
+    assert_close_ulps(r.cos_diff, 1.0 - 56.0 / 57.25, 64); /* FlashMLA's form, cancellation */
+    assert_close_ulps(r.rel_l2, sqrt(1.0 / 24.0), 2);
+    assert_int_equal(r.worst_index, 2);
+    assert_int_equal(r.worst_coord[0], 1);
+    assert_int_equal(r.worst_coord[1], 0);
+    assert_true(r.worst_ref == 3.0 && r.worst_cand == 2.0);
+    assert_true(r.ulp_p50 == 0.0);
+    assert_true(r.ulp_p99 == ldexp(1.0, 51));
+    assert_true(r.ulp_max == ldexp(1.0, 51));
+    assert_int_equal(r.n_mismatch, 0);
+    assert_true(r.pass); /* nothing checked */
+    assert_true(r.headroom == 0.0);
+
+    /* abs-or-rel: element 1 (abs .5 <= .6) passes, element 2 (abs 1 > .6 and rel 1/3 > .3) fails */
+    mla_cmp_limits lim = {.max_abs = 0.6, .max_rel = 0.3};
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_int_equal(r.n_mismatch, 1);
+    assert_false(r.pass);
+    assert_close_ulps(r.headroom, 10.0 / 9.0, 4); /* min(1.667, 1.111) */
+    assert_non_null(strstr(r.why, "1 of 4 elements"));
+    lim.mismatch_frac = 0.25; /* one of four allowed */
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_true(r.pass);
+    assert_true(r.headroom == 1.0);
+    lim.mismatch_frac = 0.2;
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_false(r.pass);
+
+    /* only max_rel set: floor makes the zero-safe denominator |ref| + floor */
+    mla_cmp_limits rl = {.max_rel = 0.25, .rel_floor = 1.0};
+    assert_int_equal(mla_cmp_tensor(a, b, &rl, &r), MLA_OK);
+    assert_close_ulps(r.max_rel, 0.25, 1); /* max(.5/3, 1/4) */
+    assert_int_equal(r.n_mismatch, 0);
+    assert_true(r.pass);
+
+    /* global metric limits: nmse 1/24 against 0.04 fails, against 0.05 passes with headroom 5/6 */
+    mla_cmp_limits gl = {.nmse = 0.04};
+    assert_int_equal(mla_cmp_tensor(a, b, &gl, &r), MLA_OK);
+    assert_false(r.pass);
+    assert_non_null(strstr(r.why, "nmse"));
+    gl.nmse = 0.05;
+    gl.cos_diff = 0.1;
+    assert_int_equal(mla_cmp_tensor(a, b, &gl, &r), MLA_OK);
+    assert_true(r.pass);
+    assert_close_ulps(r.headroom, (1.0 / 24.0) / 0.05, 4);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+static void test_identical(void **state)
+{
+    (void)state;
+    int64_t sh[3] = {2, 3, 4};
+    double v[24];
+    for (int i = 0; i < 24; i++) v[i] = sin(i + 1.0) * 1e3;
+    mla_tensor *a = vec(MLA_F32, 3, sh, v), *b = vec(MLA_F32, 3, sh, v);
+    mla_cmp_limits lim = {.max_abs = 1e-12, .max_rel = 1e-12, .nmse = 1e-30, .cos_diff = 1e-30,
+                          .rel_l2 = 1e-30, .ulp_p99 = 0.5, .ulp_dtype = MLA_F32};
+    mla_cmp_result r;
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_true(r.max_abs == 0 && r.max_rel == 0 && r.nmse == 0 && r.cos_diff == 0 && r.rel_l2 == 0);
+    assert_true(r.nmse_db == -999.0);
+    assert_true(r.ulp_max == 0);
+    assert_int_equal(r.n_mismatch, 0);
+    assert_int_equal(r.nonfinite_mismatch, 0);
+    assert_true(r.pass);
+    assert_true(r.headroom == 0);
+    assert_string_equal(r.why, "");
+    char line[512];
+    mla_cmp_format(&r, line, sizeof line);
+    assert_non_null(strstr(line, "PASS"));
+    assert_non_null(strstr(line, "-999.0 dB"));
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+/* a = [1e17, 1 x 1e5], b = [1e17, (1 + 2^-40) x 1e5]: sum e^2 = 1e5 2^-80, sum a^2 = 1e34 (+1e5),
+ * so nmse = 1e5 2^-80 / 1e34 ~ 8e-54 and cos_diff = sum e^2 / sum(a^2 + b^2) = nmse / 2 to full
+ * precision. FlashMLA's literal 1 - 2 sum(ab) / sum(a^2 + b^2) would give 0 or ~1e-16 noise here. */
+static void test_sum_precision(void **state)
+{
+    (void)state;
+    int64_t n = 100001;
+    double *av = malloc((size_t)n * sizeof *av), *bv = malloc((size_t)n * sizeof *bv);
+    assert_non_null(av);
+    assert_non_null(bv);
+    av[0] = bv[0] = 1e17; /* e = 0 there; sum a^2 = 1e34 + 1e5 */
+    for (int64_t i = 1; i < n; i++) av[i] = 1.0, bv[i] = 1.0 + ldexp(1.0, -40);
+    mla_tensor *a = vec(MLA_F64, 1, &n, av), *b = vec(MLA_F64, 1, &n, bv);
+    mla_cmp_result r;
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_OK);
+    double want = 1e5 * ldexp(1.0, -80) / (1e34 + 1e5);
+    assert_close_ulps(r.nmse, want, 4);
+    assert_close_ulps(r.cos_diff, want / 2, 4);
+    assert_close_ulps(r.rel_l2, sqrt(want), 4);
+    assert_true(r.max_abs == ldexp(1.0, -40));
+    assert_true(r.ulp_max == ldexp(1.0, 12)); /* 2^-40 / 2^-52 */
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+    free(av);
+    free(bv);
+}
+
+static void test_nonfinite_positions(void **state)
+{
+    (void)state;
+    int64_t n = 4;
+    double av[4] = {1, NAN, INFINITY, 4}, same[4] = {1, NAN, INFINITY, 4.5},
+           sign[4] = {1, NAN, -INFINITY, 4}, moved[4] = {NAN, 2, INFINITY, 4};
+    mla_tensor *a = vec(MLA_F64, 1, &n, av);
+    mla_cmp_result r;
+
+    mla_tensor *b = vec(MLA_F64, 1, &n, same);
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_OK);
+    assert_int_equal(r.nonfinite_mismatch, 0);
+    assert_true(r.pass);
+    assert_true(r.max_abs == 0.5); /* the NaN/Inf pairs are excluded */
+    mla_tensor_free(b);
+
+    b = vec(MLA_F64, 1, &n, sign);
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_OK);
+    assert_int_equal(r.nonfinite_mismatch, 1);
+    assert_false(r.pass);
+    assert_true(isinf(r.headroom));
+    assert_int_equal(r.worst_index, 2);
+    assert_non_null(strstr(r.why, "NaN/Inf"));
+    mla_tensor_free(b);
+
+    b = vec(MLA_F64, 1, &n, moved);
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_OK);
+    assert_int_equal(r.nonfinite_mismatch, 2); /* NaN at 0 in b only, NaN at 1 in a only */
+    assert_int_equal(r.worst_index, 0);
+    assert_false(r.pass);
+    char line[512];
+    mla_cmp_format(&r, line, sizeof line);
+    assert_non_null(strstr(line, "FAIL"));
+    assert_non_null(strstr(line, "nonfinite=2"));
+    mla_tensor_free(b);
+    mla_tensor_free(a);
+}
+
+static void test_bf16_ulp(void **state)
+{
+    (void)state;
+    int64_t n = 3;
+    mla_tensor *a = NULL, *b = NULL;
+    assert_int_equal(mla_tensor_new(&a, MLA_BF16, 1, &n, "a"), MLA_OK);
+    assert_int_equal(mla_tensor_new(&b, MLA_BF16, 1, &n, "b"), MLA_OK);
+    uint16_t *x = a->data, *y = b->data;
+    x[0] = 0x3F80, y[0] = 0x3F81; /* 1.0 and its bf16 successor */
+    x[1] = 0x4049, y[1] = 0x4049;
+    x[2] = 0xC000, y[2] = 0xBFFF; /* -2 and the next bf16 toward zero */
+    mla_cmp_limits lim = {.ulp_p99 = 1.0, .ulp_dtype = MLA_BF16};
+    mla_cmp_result r;
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_true(r.ulp_max == 1.0);
+    assert_true(r.ulp_p50 == 1.0); /* sorted [0, 1, 1] -> v[ceil(1.5) - 1] = v[1] */
+    assert_true(r.ulp_p99 == 1.0);
+    assert_true(r.pass);
+    assert_true(r.headroom == 1.0);
+    assert_true(r.max_abs == ldexp(1.0, -7)); /* 1 ulp at [1, 2) and at [-2, -1) */
+    lim.ulp_p99 = 0.5;
+    assert_int_equal(mla_cmp_tensor(a, b, &lim, &r), MLA_OK);
+    assert_false(r.pass);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+static void test_shape_mismatch(void **state)
+{
+    (void)state;
+    int64_t s1[2] = {2, 3}, s2[2] = {3, 2};
+    double v[6] = {0};
+    mla_tensor *a = vec(MLA_F64, 2, s1, v), *b = vec(MLA_F64, 2, s2, v);
+    mla_cmp_result r;
+    assert_int_equal(mla_cmp_tensor(a, b, NULL, &r), MLA_ERR_SHAPE);
+    assert_non_null(strstr(mla_last_error(), "[2, 3]"));
+    mla_cmp_logits_result lr;
+    assert_int_equal(mla_cmp_logits(a, b, &lr), MLA_ERR_SHAPE);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+/* Token 0: a = [0, 0] -> p = [1/2, 1/2]; b = [0, ln 3] -> q = [1/4, 3/4]
+ *   KL(p||q) = 1/2 ln(2) + 1/2 ln(2/3) = 1/2 ln(4/3)
+ *   KL(q||p) = 1/4 ln(1/2) + 3/4 ln(3/2)
+ *   argmax: a 0 (tie -> lowest id), b 1: disagree; max |dp| = 1/4
+ * Token 1: both [1, 2]: KL 0, agree. Means are half the token-0 values; top1 = 1/2; top-2 sets equal. */
+static void test_logits(void **state)
+{
+    (void)state;
+    int64_t sh[2] = {2, 2};
+    double av[4] = {0, 0, 1, 2}, bv[4] = {0, log(3.0), 1, 2};
+    mla_tensor *a = vec(MLA_F64, 2, sh, av), *b = vec(MLA_F64, 2, sh, bv);
+    mla_cmp_logits_result r;
+    assert_int_equal(mla_cmp_logits(a, a, &r), MLA_OK);
+    assert_true(r.kl_ab_mean == 0 && r.kl_ab_max == 0 && r.kl_ba_mean == 0 && r.kl_ba_max == 0);
+    assert_true(r.top1_agree == 1.0 && r.top5_overlap == 1.0 && r.max_dp == 0);
+
+    assert_int_equal(mla_cmp_logits(a, b, &r), MLA_OK);
+    double kab = 0.5 * log(4.0 / 3.0), kba = 0.25 * log(0.5) + 0.75 * log(1.5);
+    assert_close_ulps(r.kl_ab_max, kab, 8);
+    assert_close_ulps(r.kl_ab_max, 0.14384103622589045, 8);
+    assert_close_ulps(r.kl_ab_mean, kab / 2, 8);
+    assert_close_ulps(r.kl_ba_max, kba, 8);
+    assert_close_ulps(r.kl_ba_max, 0.13081203594113694, 8);
+    assert_close_ulps(r.kl_ba_mean, kba / 2, 8);
+    assert_int_equal(r.kl_worst_token, 0);
+    assert_true(r.top1_agree == 0.5);
+    assert_true(r.top5_overlap == 1.0);
+    assert_close_ulps(r.max_dp, 0.25, 4);
+    assert_int_equal(r.n_tokens, 2);
+    assert_int_equal(r.vocab, 2);
+    char line[256];
+    mla_cmp_format_logits(&r, line, sizeof line);
+    assert_non_null(strstr(line, "top1=0.5000"));
+
+    double nanv[4] = {0, NAN, 1, 2};
+    mla_tensor *c = vec(MLA_F64, 2, sh, nanv);
+    assert_int_equal(mla_cmp_logits(a, c, &r), MLA_ERR_NONFINITE);
+    assert_non_null(strstr(mla_last_error(), "token 0"));
+    mla_tensor_free(c);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+/* Top-5 overlap over a vocabulary of 8: a's top-5 {7,6,5,4,3}, b's {7,6,5,4,2} -> 4/5. */
+static void test_logits_top5(void **state)
+{
+    (void)state;
+    int64_t sh[2] = {1, 8};
+    double av[8] = {0, 1, 2, 3, 4, 5, 6, 7}, bv[8] = {0, 1, 3.5, 2.5, 4, 5, 6, 7};
+    mla_tensor *a = vec(MLA_F64, 2, sh, av), *b = vec(MLA_F64, 2, sh, bv);
+    mla_cmp_logits_result r;
+    assert_int_equal(mla_cmp_logits(a, b, &r), MLA_OK);
+    assert_close_ulps(r.top5_overlap, 0.8, 1);
+    assert_true(r.top1_agree == 1.0);
+    assert_true(r.kl_ab_max > 0 && r.kl_ba_max > 0);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+}
+
+/* Token 0 same set in another order; token 1 a = {2, 3}, b = {3, 1}: expert 2 replaced by 1. */
+static void test_routing(void **state)
+{
+    (void)state;
+    int64_t ish[2] = {2, 2}, ssh[2] = {2, 4};
+    double ia[4] = {0, 1, 2, 3}, ib[4] = {1, 0, 3, 1};
+    double sa[8] = {0.9, 0.8, 0.1, 0.2, 0.1, 0.30, 0.31, 0.5};
+    double sb[8] = {0.9, 0.8, 0.1, 0.2, 0.1, 0.32, 0.29, 0.5};
+    mla_tensor *a = vec(MLA_I32, 2, ish, ia), *b = vec(MLA_I32, 2, ish, ib);
+    mla_tensor *ga = vec(MLA_F64, 2, ssh, sa), *gb = vec(MLA_F64, 2, ssh, sb);
+    mla_cmp_routing_result r;
+    assert_int_equal(mla_cmp_routing(a, a, ga, ga, &r), MLA_OK);
+    assert_true(r.pass);
+    assert_int_equal(r.n_flipped_tokens, 0);
+
+    assert_int_equal(mla_cmp_routing(a, b, ga, gb, &r), MLA_OK);
+    assert_false(r.pass);
+    assert_int_equal(r.n_tokens, 2);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_int_equal(r.n_flipped_experts, 1);
+    assert_int_equal(r.n_flips, 1);
+    assert_int_equal(r.flips[0].token, 1);
+    assert_int_equal(r.flips[0].expert_a, 2);
+    assert_int_equal(r.flips[0].expert_b, 1);
+    assert_true(r.flips[0].a_score_a == 0.31 && r.flips[0].a_score_b == 0.30);
+    assert_true(r.flips[0].b_score_a == 0.29 && r.flips[0].b_score_b == 0.32);
+    char line[512];
+    mla_cmp_format_routing(&r, line, sizeof line);
+    assert_non_null(strstr(line, "token 1"));
+    assert_non_null(strstr(line, "0.31"));
+    assert_non_null(strstr(line, "0.32"));
+
+    /* without scores the flip is still reported, scores NaN */
+    assert_int_equal(mla_cmp_routing(a, b, NULL, NULL, &r), MLA_OK);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_true(isnan(r.flips[0].a_score_a));
+    assert_int_equal(mla_cmp_routing(a, ga, NULL, NULL, &r), MLA_ERR_SHAPE);
+    mla_tensor_free(a);
+    mla_tensor_free(b);
+    mla_tensor_free(ga);
+    mla_tensor_free(gb);
+}
+
+static void test_noise_floor(void **state)
+{
+    (void)state;
+    assert_true(mla_cmp_noise_floor(1e-3, 5e-4, 2.0, 0.0));
+    assert_false(mla_cmp_noise_floor(1.1e-3, 5e-4, 2.0, 0.0));
+    assert_true(mla_cmp_noise_floor(1.1e-3, 5e-4, 2.0, 1e-4));
+    assert_true(mla_cmp_noise_floor(0.0, 0.0, 2.0, 0.0));
+    assert_false(mla_cmp_noise_floor(NAN, 1.0, 2.0, 0.0));
+    assert_false(mla_cmp_noise_floor(1e-300, 0.0, 2.0, 0.0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_vectors),  cmocka_unit_test(test_identical),
+        cmocka_unit_test(test_sum_precision), cmocka_unit_test(test_nonfinite_positions),
+        cmocka_unit_test(test_bf16_ulp),      cmocka_unit_test(test_shape_mismatch),
+        cmocka_unit_test(test_logits),        cmocka_unit_test(test_logits_top5),
+        cmocka_unit_test(test_routing),       cmocka_unit_test(test_noise_floor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
