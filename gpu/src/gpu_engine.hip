@@ -8,6 +8,7 @@
 #include "gpu_dtype.h"
 #include "gpu_internal.h"
 #include "mla/dtype.h"
+#include "mla/quant.h"
 #include "mla_gpu.h"
 
 mla_status gpu_forward_mha(void *vctx, const mla_batch *b);
@@ -230,7 +231,7 @@ static mla_status up_bf16(gpu_ctx *c, const char *name, int64_t n, uint16_t **d)
     return st;
 }
 
-/* Norm weights and the router bias: bf16 values (norms) or f32 (bias), kept as f32 on the device. */
+/* Norm weights, the router gate and its bias: kept as loaded (f32), as the reference keeps them. */
 static mla_status up_vec(gpu_ctx *c, const char *name, int64_t n, int round_bf16, float **d)
 {
     double *w;
@@ -246,26 +247,6 @@ static mla_status up_vec(gpu_ctx *c, const char *name, int64_t n, int round_bf16
     free(h);
     free(w);
     return st;
-}
-
-/* 128x128 block quantization (quant.h rules: s = amax / 448, 0 block -> 1, code = sat(w / s)). */
-static void block_quant(const double *w, int64_t rows, int64_t cols, uint8_t *code, float *sc)
-{
-    int64_t rb = (rows + 127) / 128, cb = (cols + 127) / 128;
-    for (int64_t bi = 0; bi < rb; bi++)
-        for (int64_t bj = 0; bj < cb; bj++) {
-            double amax = 0;
-            for (int64_t r = bi * 128; r < rows && r < bi * 128 + 128; r++)
-                for (int64_t cc = bj * 128; cc < cols && cc < bj * 128 + 128; cc++) {
-                    double a = w[r * cols + cc] < 0 ? -w[r * cols + cc] : w[r * cols + cc];
-                    if (a > amax) amax = a;
-                }
-            float s = amax > 0 ? (float)(amax / 448.0) : 1.0f;
-            sc[bi * cb + bj] = s;
-            for (int64_t r = bi * 128; r < rows && r < bi * 128 + 128; r++)
-                for (int64_t cc = bj * 128; cc < cols && cc < bj * 128 + 128; cc++)
-                    code[r * cols + cc] = gd_f32_to_e4m3((float)(w[r * cols + cc] / s), 0);
-        }
 }
 
 static mla_status up_linear(gpu_ctx *c, const char *name, int n, int k, int fp8, gpu_linear *l)
@@ -285,7 +266,8 @@ static mla_status up_linear(gpu_ctx *c, const char *name, int n, int k, int fp8,
     float *s = (float *)malloc((size_t)nsc * 4);
     if (!q || !s) st = mla_errorf(MLA_ERR_NOMEM, "gpu: fp8 staging of %s", name);
     if (st == MLA_OK) {
-        block_quant(w, n, k, q, s);
+        for (int64_t i = 0; i < (int64_t)n * k; i++) w[i] = mla_round_bf16(w[i]);
+        mla_block_quant(w, n, k, 128, q, s);
         st = upload((void **)&l->q, q, (size_t)n * k);
     }
     if (st == MLA_OK) st = upload((void **)&l->s, s, (size_t)nsc * 4);
@@ -308,8 +290,9 @@ static mla_status up_mlp(gpu_ctx *c, const char *pre, int inter, int fp8, gpu_ml
     return st;
 }
 
-/* kv_b_proj [H(P+V), C]: the naive form uses it as is; W_UK^T [H, C, P] for the absorbed query.
- * fp8w: block-quantized and dequantized (not act-quantized), then bf16. */
+/* kv_b_proj [H(P+V), C], bf16 in every profile (fp8w too: it is not an fp8 linear; a block-fp8
+ * checkpoint arrives dequantized from mla_model_tensor_f64): the naive form uses it as is;
+ * W_UK^T [H, C, P] for the absorbed query. */
 static mla_status up_kv_b(gpu_ctx *c, const char *name, gpu_layer *ly)
 {
     const mla_config *g = &c->cfg;
@@ -318,24 +301,6 @@ static mla_status up_kv_b(gpu_ctx *c, const char *name, gpu_layer *ly)
     double *w;
     mla_status st = fetch_f64(c, name, n, &w);
     if (st != MLA_OK) return st;
-    if (c->fp8w) {
-        int64_t nsc = ((rows + 127) / 128) * ((C + 127) / 128);
-        uint8_t *q = (uint8_t *)malloc((size_t)n);
-        float *s = (float *)malloc((size_t)nsc * 4);
-        if (!q || !s) {
-            free(q);
-            free(s);
-            free(w);
-            return mla_errorf(MLA_ERR_NOMEM, "gpu: fp8 staging of %s", name);
-        }
-        block_quant(w, rows, C, q, s);
-        int64_t cb = (C + 127) / 128;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t cc = 0; cc < C; cc++)
-                w[r * C + cc] = (double)gd_e4m3_to_f32(q[r * C + cc], 0) * (double)s[(r / 128) * cb + cc / 128];
-        free(q);
-        free(s);
-    }
     ly->kv_b.n = (int)rows;
     ly->kv_b.k = C;
     st = up_bf16_host(w, n, &ly->kv_b.w);
@@ -364,17 +329,17 @@ static mla_status load_layer(gpu_ctx *c, int i)
     char nm[256], pre[96];
     snprintf(pre, sizeof pre, "model.layers.%d", i);
 #define NM(suffix) (snprintf(nm, sizeof nm, "%s.%s", pre, suffix), nm)
-    mla_status st = up_vec(c, NM("input_layernorm.weight"), D, 1, &ly->attn_norm);
-    if (st == MLA_OK) st = up_vec(c, NM("post_attention_layernorm.weight"), D, 1, &ly->ffn_norm);
+    mla_status st = up_vec(c, NM("input_layernorm.weight"), D, 0, &ly->attn_norm);
+    if (st == MLA_OK) st = up_vec(c, NM("post_attention_layernorm.weight"), D, 0, &ly->ffn_norm);
     if (st == MLA_OK && Lq > 0) {
         st = up_linear(c, NM("self_attn.q_a_proj.weight"), Lq, D, f8, &ly->q_a);
-        if (st == MLA_OK) st = up_vec(c, NM("self_attn.q_a_layernorm.weight"), Lq, 1, &ly->q_a_norm);
+        if (st == MLA_OK) st = up_vec(c, NM("self_attn.q_a_layernorm.weight"), Lq, 0, &ly->q_a_norm);
         if (st == MLA_OK) st = up_linear(c, NM("self_attn.q_b_proj.weight"), H * (P + R), Lq, f8, &ly->q_b);
     } else if (st == MLA_OK) {
         st = up_linear(c, NM("self_attn.q_proj.weight"), H * (P + R), D, f8, &ly->q);
     }
     if (st == MLA_OK) st = up_linear(c, NM("self_attn.kv_a_proj_with_mqa.weight"), C + R, D, f8, &ly->kv_a);
-    if (st == MLA_OK) st = up_vec(c, NM("self_attn.kv_a_layernorm.weight"), C, 1, &ly->kv_a_norm);
+    if (st == MLA_OK) st = up_vec(c, NM("self_attn.kv_a_layernorm.weight"), C, 0, &ly->kv_a_norm);
     if (st == MLA_OK) st = up_kv_b(c, NM("self_attn.kv_b_proj.weight"), ly);
     if (st == MLA_OK) st = up_linear(c, NM("self_attn.o_proj.weight"), D, H * V, f8, &ly->o);
     if (st != MLA_OK) return st;
@@ -384,7 +349,7 @@ static mla_status load_layer(gpu_ctx *c, int i)
         return up_mlp(c, pre, g->intermediate_size, f8, &ly->mlp);
     }
     int E = g->n_routed_experts;
-    st = up_bf16(c, NM("mlp.gate.weight"), (int64_t)E * D, &ly->gate);
+    st = up_vec(c, NM("mlp.gate.weight"), (int64_t)E * D, 0, &ly->gate);
     if (st == MLA_OK && g->has_e_score_correction_bias)
         st = up_vec(c, NM("mlp.gate.e_score_correction_bias"), E, 0, &ly->bias);
     if (st != MLA_OK) return st;
@@ -480,7 +445,7 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
     c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));
     if (!c->layers || !c->taps) st = mla_errorf(MLA_ERR_NOMEM, "gpu: layer tables");
     if (st == MLA_OK) st = up_bf16(c, "model.embed_tokens.weight", (int64_t)N * D, &c->embed);
-    if (st == MLA_OK) st = up_vec(c, "model.norm.weight", D, 1, &c->final_norm);
+    if (st == MLA_OK) st = up_vec(c, "model.norm.weight", D, 0, &c->final_norm);
     if (st == MLA_OK) {
         if (g->tie_word_embeddings)
             c->lm_head = c->embed;

@@ -89,8 +89,7 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
     TAP(li, MLA_TAP_ROUTER_LOGITS, logits);
     TAP(li, MLA_TAP_TOPK_IDS, ids);
     TAP(li, MLA_TAP_TOPK_WEIGHTS, w);
-    gpu_gemm_args ga = {xn, D, 0, ly->gate, D, 0, logits, E, 0, T, E, D, 1, 1};
-    TRY(gpu_gemm_bf16(c->stream, &ga));
+    TRY(gpu_router_logits(c->stream, xn, ly->gate, T, E, D, logits));
     gpu_route_args ra = {logits, ly->bias, ids, w, T, E, K, g->n_group, g->topk_group,
                          g->scoring_func == MLA_SCORE_SIGMOID, g->topk_method != MLA_TOPK_GREEDY,
                          g->norm_topk_prob, !(c->opts.faults & MLA_FAULT(MLA_FAULT_ROUTED_SCALING)),

@@ -31,7 +31,7 @@ typedef struct gpu_layer {
     gpu_linear o;                /* [D, H V] */
     int moe;
     gpu_mlp mlp;                 /* dense layers */
-    uint16_t *gate;              /* [E, D] router, bf16 (never fp8) */
+    float *gate;                 /* [E, D] router weights as loaded (never fp8, not rounded) */
     float *bias;                 /* [E] e_score_correction_bias or NULL */
     gpu_mlp *experts;            /* [E] */
     gpu_mlp shared;              /* shared experts (n == 0 when none) */
@@ -170,6 +170,8 @@ typedef struct gpu_route_args {
     float scaling;
 } gpu_route_args;
 mla_status gpu_route(hipStream_t st, const gpu_route_args *a);
+/* router logits y [t, e] (f32) = x [t, d] (bf16) . w [e, d] (f32)^T */
+mla_status gpu_router_logits(hipStream_t st, const uint16_t *x, const float *w, int t, int e, int d, float *y);
 mla_status gpu_gather_rows(hipStream_t st, const uint16_t *x, const int32_t *rows, int n, int d,
                            uint16_t *y);
 /* acc[rows[i], :] += w[i] * y[i, :] (fp32); a row appears once per call, so no atomics. */

@@ -85,3 +85,25 @@ extern "C" mla_status gpu_route(hipStream_t st, const gpu_route_args *a)
     MLA_HIP_LAUNCHED("k_route");
     return MLA_OK;
 }
+
+/* One warp per (expert, token): the gate stays f32 and is never fp8. */
+__global__ void k_router_logits(const uint16_t *x, const float *w, int e, int d, float *y)
+{
+    int ex = blockIdx.x, t = blockIdx.y;
+    const uint16_t *xr = x + (int64_t)t * d;
+    const float *wr = w + (int64_t)ex * d;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < d; i += MLA_WARP) s += gd_bf16_to_f32(xr[i]) * wr[i];
+    s = mla_warp_sum(s);
+    if (threadIdx.x == 0) y[(int64_t)t * e + ex] = s;
+}
+
+extern "C" mla_status gpu_router_logits(hipStream_t st, const uint16_t *x, const float *w, int t, int e, int d,
+                                        float *y)
+{
+    if (t <= 0) return MLA_OK;
+    dim3 grid(e, t, 1);
+    k_router_logits<<<grid, MLA_WARP, 0, st>>>(x, w, e, d, y);
+    MLA_HIP_LAUNCHED("k_router_logits");
+    return MLA_OK;
+}

@@ -7,6 +7,12 @@
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
 export LD_LIBRARY_PATH="$PWD/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# OpenBLAS travels xz-compressed (the tree that travels is limited to 64 MiB).
+if [ -f .deps/lib/libopenblas.so.0.xz ] && [ ! -f .deps/lib/libopenblas.so.0 ]; then
+    xz -dkc .deps/lib/libopenblas.so.0.xz >.deps/lib/libopenblas.so.0 2>/dev/null ||
+        python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' \
+            .deps/lib/libopenblas.so.0.xz .deps/lib/libopenblas.so.0
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 nvcc --version | tail -2
 if pkg-config --exists hdf5 jansson openblas 2>/dev/null; then

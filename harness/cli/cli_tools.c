@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int parse_tokens(const char *s, int32_t **out, int *n)
 {
@@ -48,13 +49,18 @@ int cli_dump(int argc, char **argv)
         {"chunk", required_argument, 0, 'c'},   {"profile", required_argument, 0, 'f'},
         {"engine", required_argument, 0, 'e'},  {"out", required_argument, 0, 'o'},
         {"inject", required_argument, 0, 'i'},  {"block-size", required_argument, 0, 'b'},
+        {"tokens-from", required_argument, 0, 'T'}, {"random", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
+    const char *tokens_from = NULL;
+    int random_n = 0;
     const char *model = NULL, *tokens = NULL, *path = "prefill", *profile = "fp64", *engine = "ref", *out = NULL;
     int prefill_len = 1, chunk = 7, c, block = 64;
     unsigned faults = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:t:p:n:c:f:e:o:i:b:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:t:p:n:c:f:e:o:i:b:T:R:", lo, NULL)) != -1) {
         switch (c) {
+        case 'T': tokens_from = optarg; break;
+        case 'R': random_n = atoi(optarg); break;
         case 'm': model = optarg; break;
         case 't': tokens = optarg; break;
         case 'p': path = optarg; break;
@@ -73,8 +79,8 @@ int cli_dump(int argc, char **argv)
     mla_drive_opts d = {.prefill_len = prefill_len, .chunk = chunk};
     mla_run_opts ro;
     mla_run_opts_default(&ro);
-    if (!model || !tokens || !out) {
-        fprintf(stderr, "mlacheck dump: --model, --tokens and --out are required\n");
+    if (!model || (!tokens && !tokens_from && random_n <= 0) || !out) {
+        fprintf(stderr, "mlacheck dump: --model, --out and one of --tokens, --tokens-from FILE.h5, --random N are required\n");
         return CLI_EXIT_USAGE;
     }
     if (mla_path_from_name(path, &d.path)) {
@@ -85,9 +91,32 @@ int cli_dump(int argc, char **argv)
         fprintf(stderr, "mlacheck dump: --profile '%s': expected fp64, bf16, fp8kv, fp8ds or fp8w\n", profile);
         return CLI_EXIT_USAGE;
     }
-    int32_t *tok;
-    int n;
-    if (parse_tokens(tokens, &tok, &n)) {
+    int32_t *tok = NULL;
+    int n = 0;
+    if (tokens_from) {
+        /* replay the prompt of another dump (an oracle's, a failing case's) */
+        mla_dump *src = NULL;
+        mla_status rs = mla_h5_read(tokens_from, &src);
+        if (rs || !src->tokens) {
+            fprintf(stderr, "mlacheck dump: --tokens-from %s: %s\n", tokens_from, rs ? mla_last_error() : "no /tokens");
+            mla_dump_free(src);
+            return CLI_EXIT_USAGE;
+        }
+        n = (int)src->tokens->shape[0];
+        tok = malloc((size_t)(n + 1) * sizeof *tok);
+        for (int i = 0; tok && i < n; i++) tok[i] = ((const int32_t *)src->tokens->data)[i];
+        mla_dump_free(src);
+        tokens = tokens_from;
+    } else if (random_n > 0) {
+        tok = malloc((size_t)random_n * sizeof *tok);
+        uint64_t s = 12345;
+        for (int i = 0; tok && i < random_n; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            tok[i] = (int32_t)(s >> 33);
+        }
+        n = random_n;
+        tokens = "random";
+    } else if (parse_tokens(tokens, &tok, &n)) {
         fprintf(stderr, "mlacheck dump: --tokens '%s': expected comma-separated non-negative ids\n", tokens);
         return CLI_EXIT_USAGE;
     }
@@ -98,6 +127,8 @@ int cli_dump(int argc, char **argv)
         free(tok);
         return cli_exit_for(st);
     }
+    if (random_n > 0)
+        for (int i = 0; i < n; i++) tok[i] %= mla_model_config(m)->vocab_size;
     ro.max_seqs = 1;
     ro.max_seq_len = n + 1;
     ro.faults = faults;
@@ -106,7 +137,13 @@ int cli_dump(int argc, char **argv)
     mla_dump *dump = NULL;
     if ((st = mla_engine_open(engine, m, &ro, &e)) == MLA_OK) {
         const int32_t *tp[1] = {tok};
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         st = mla_drive(&e, mla_model_config(m), 1, tp, &n, &d, &dump);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!st)
+            printf("%s %s of %d tokens on %s (%s): %.2f s wall (load excluded)\n", engine, path, n, model, profile,
+                   (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
         mla_engine_close(&e);
     }
     int code = 0;

@@ -374,6 +374,20 @@ static void test_rules_shipped(void **state)
     /* Determinism is bitwise for every profile. */
     l = mla_rules_match(r, "lse", "fp8w", "determinism");
     assert_true(l->max_abs > 0 && l->max_abs < 1e-200);
+    /* Other engines' checks carry "@engine": never the reference's exact budget. */
+    l = mla_rules_match(r, "attn_out", "bf16", "golden@gpu");
+    assert_true(l->rel_l2 == 8e-3 && l->ulp_dtype == MLA_BF16);
+    l = mla_rules_match(r, "attn_out", "fp8kv", "golden@plugin");
+    assert_true(l->rel_l2 == 6.25e-2);
+    l = mla_rules_match(r, "out", "bf16", "determinism@gpu");
+    assert_true(l->max_abs > 0 && l->max_abs < 1e-200);
+    /* The noise-floor factor and the op-check budgets. */
+    l = mla_rules_match(r, "noise-floor-k", "bf16", "noise-floor@gpu");
+    assert_true(l->max_rel == 3);
+    l = mla_rules_match(r, "lse", "bf16", "op");
+    assert_true(l->max_abs == 1e-6 && l->max_rel == 8.01 / 65536);
+    l = mla_rules_match(r, "attn_core", "bf16", "op");
+    assert_true(l->max_rel == 2.01 / 128 && l->cos_diff == 5e-6);
     /* Every combination is budgeted (catch-all). */
     for (int p = 0; p < MLA_PROFILE_COUNT; p++)
         for (int k = 0; k < MLA_CHECK_COUNT; k++)

@@ -226,6 +226,8 @@ static void test_errors(void **state)
           { "config.json", "rope_scaling.factor", "expected" } },
         { "{\"model_type\": \"deepseek_v3\", \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": \"40\"}}",
           MLA_ERR_FORMAT, { "config.json", "rope_parameters.factor", "got string" } },
+        { "{\"model_type\": \"deepseek_v3\", \"rope_scaling\": {\"factor\": 40}}", MLA_ERR_FORMAT,
+          { "config.json", "rope_scaling.rope_type", "got nothing" } },
         { "{\"model_type\": \"deepseek_v3\", \"topk_method\": \"best\"}", MLA_ERR_UNSUPPORTED,
           { "config.json", "topk_method", "best" } },
         { "{\"model_type\": \"deepseek_v3\", \"scoring_func\": 3}", MLA_ERR_FORMAT,

@@ -37,7 +37,7 @@ static mla_status check_varlen(const char *who, int32_t B, int32_t T, const int3
 }
 
 static mla_status check_cache(const char *who, const mla_attn_cache *kv, int32_t B, const int32_t *seq_lens,
-                              int C, int R)
+                              int C)
 {
     if ((unsigned)kv->format >= MLA_KV_FORMAT_COUNT)
         return mla_errorf(MLA_ERR_INVALID, "%s: field kv.format = %d: expected 0..%d", who, (int)kv->format,
@@ -149,7 +149,7 @@ static mla_status ref_op_mqa(const mla_mqa_args *a)
         return mla_errorf(MLA_ERR_INVALID, "%s: fields num_heads/kv_lora_rank/rope_dim = %lld/%lld/%lld: "
                           "expected positive", who, (long long)H, (long long)C, (long long)R);
     mla_status st = check_varlen(who, a->batch, a->total_q, a->cu_seqlens_q, a->seq_lens);
-    if (!st) st = check_cache(who, &a->kv, a->batch, a->seq_lens, (int)C, (int)R);
+    if (!st) st = check_cache(who, &a->kv, a->batch, a->seq_lens, (int)C);
     if (st) return st;
     if (a->total_q > 0 && (!a->q || !a->out || !a->lse))
         return mla_errorf(MLA_ERR_INVALID, "%s: field %s is NULL", who, !a->q ? "q" : !a->out ? "out" : "lse");
@@ -205,7 +205,7 @@ static mla_status ref_op_mha(const mla_mha_args *a)
                           "%lld/%lld/%lld/%lld/%lld: expected positive", who, (long long)H, (long long)C,
                           (long long)R, (long long)P, (long long)V);
     mla_status st = check_varlen(who, a->batch, a->total_q, a->cu_seqlens_q, a->seq_lens);
-    if (!st) st = check_cache(who, &a->kv, a->batch, a->seq_lens, (int)C, (int)R);
+    if (!st) st = check_cache(who, &a->kv, a->batch, a->seq_lens, (int)C);
     if (st) return st;
     if (a->total_q > 0 && (!a->q || !a->kv_c || !a->k_pe || !a->w_kv_b || !a->out || !a->lse))
         return mla_errorf(MLA_ERR_INVALID, "%s: a field of q, kv_c, k_pe, w_kv_b, out, lse is NULL", who);

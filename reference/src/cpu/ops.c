@@ -5,6 +5,8 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,26 +27,90 @@ void ref_rnd32_vec(const ref_ctx *c, double *x, int64_t n)
 
 int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->opts.profile == MLA_PROFILE_FP8W; }
 
-void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+/* Matrix products: bitwise identical whatever the thread count. OpenBLAS's own threading changes
+ * which micro-kernels (FMA or not, edge kernels) produce an element, so it runs single-threaded here
+ * and we split the output into column tiles of a FIXED width: each element is always computed by the
+ * same single-threaded dgemm call shape, whichever thread runs it. */
+#define REF_TILE_N 128
+#define REF_PAR_MIN_FLOPS (1 << 22)
+
+typedef struct {
+    int trans_b;
+    const double *a, *b;
+    int64_t M, K, N;
+    double *y;
+    int64_t next_tile, n_tiles;
+    pthread_mutex_t lock;
+} mm_job;
+
+static void mm_tile(const mm_job *j, int64_t t)
+{
+    int64_t n0 = t * REF_TILE_N, nn = j->N - n0 < REF_TILE_N ? j->N - n0 : REF_TILE_N;
+    if (j->trans_b) /* b[N,K]: rows n0.. */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->M, (int)nn, (int)j->K, 1.0, j->a, (int)j->K,
+                    j->b + n0 * j->K, (int)j->K, 0.0, j->y + n0, (int)j->N);
+    else /* b[K,N]: columns n0.. */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)j->M, (int)nn, (int)j->K, 1.0, j->a, (int)j->K,
+                    j->b + n0, (int)j->N, 0.0, j->y + n0, (int)j->N);
+}
+
+static void *mm_worker(void *arg)
+{
+    mm_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        int64_t t = j->next_tile++;
+        pthread_mutex_unlock(&j->lock);
+        if (t >= j->n_tiles) return NULL;
+        mm_tile(j, t);
+    }
+}
+
+static int ref_threads(void)
+{
+    static int n = 0;
+    if (!n) {
+        const char *e = getenv("MLA_REF_THREADS");
+        long v = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+        n = v < 1 ? 1 : v > 64 ? 64 : (int)v;
+        openblas_set_num_threads(1);
+    }
+    return n;
+}
+
+static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
 {
     if (M == 0 || N == 0) return;
     if (K == 0) {
         memset(y, 0, (size_t)(M * N) * sizeof(double));
         return;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b,
-                (int)K, 0.0, y, (int)N);
+    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y,
+                .n_tiles = (N + REF_TILE_N - 1) / REF_TILE_N};
+    int nt = ref_threads();
+    if (nt > j.n_tiles) nt = (int)j.n_tiles;
+    if (nt <= 1 || 2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
+        for (int64_t t = 0; t < j.n_tiles; t++) mm_tile(&j, t);
+        return;
+    }
+    pthread_mutex_init(&j.lock, NULL);
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 1; i < nt; i++)
+        if (pthread_create(&th[started], NULL, mm_worker, &j) == 0) started++;
+    mm_worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&j.lock);
+}
+
+void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    ref_matmul(1, a, b, M, K, N, y);
 }
 
 void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
 {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        memset(y, 0, (size_t)(M * N) * sizeof(double));
-        return;
-    }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b,
-                (int)N, 0.0, y, (int)N);
+    ref_matmul(0, a, b, M, K, N, y);
 }
 
 /* x[T,K] -> dequantized 1x128 e4m3 activations (DeepSeek act_quant), in place. */

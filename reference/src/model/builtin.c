@@ -256,6 +256,9 @@ mla_status builtin_generate(mla_model *m, model_entry *e)
         j.offset = 1.0;
     } else if (strcmp(e->name, "model.embed_tokens.weight") != 0) {
         j.scale = 1.0 / sqrt((double)t->shape[1]); /* Linear [out, in] */
+        /* Router gates 4x wider: trained routers are decisive, and with near-uniform random logits
+         * bf16 noise would flip experts on most tokens instead of on the rare near-tie. */
+        if (ends_with(e->name, "mlp.gate.weight")) j.scale *= 4.0;
     }
     pthread_t th[GEN_MAX_THREADS];
     int nt = 0;

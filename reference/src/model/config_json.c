@@ -153,6 +153,9 @@ static mla_status parse_rope(const json_t *r, const char *name, const char *orig
     TRY(get_str(r, pre, "type", origin, &type2));
     if (!type) type = type2;
     TRY(get_num(r, pre, "rope_theta", origin, F_POS, &c->rope_theta));
+    if (!type && json_object_get(r, "factor"))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: field %srope_type: expected \"yarn\" or \"default\" next to factor, "
+                          "got nothing", origin, pre);
     if (!type || strcmp(type, "default") == 0) {
         c->has_yarn = 0;
         return MLA_OK;

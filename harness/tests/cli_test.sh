@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# cli_test.sh MLACHECK NAME: end-to-end tests of the mlacheck command line (exit codes, messages,
+# external oracle, reproducibility, injected faults, git bisect). Run from the source root by ctest.
+set -u
+MLA=$1
+NAME=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_code() { # expect_code CODE CMD...
+    local want=$1; shift
+    "$@" >"$TMP/out" 2>&1
+    local got=$?
+    [ "$got" = "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+
+case "$NAME" in
+oracle)
+    # the reference against the float64 transformers oracle (golden/oracle), relative L2 < 1e-6 per tap
+    n=0
+    for h5 in golden/oracle/*/oracle-*.h5; do
+        dir=$(dirname "$h5")
+        expect_code 0 "$MLA" dump --model "$dir" --tokens-from "$h5" --out "$TMP/ours.h5"
+        expect_code 0 "$MLA" compare "$h5" "$TMP/ours.h5" --check oracle --profile fp64
+        grep -q PASS "$TMP/out" || fail "no PASS for $h5"
+        sed -n 2p "$TMP/out"
+        n=$((n + 1))
+    done
+    [ $n -ge 2 ] || fail "expected oracle files under golden/oracle"
+    ;;
+blas-threads)
+    # the fp64 reference is bitwise reproducible, run after run and with 1 or 2 BLAS threads
+    for m in tiny-v3 tiny-v2-lite; do
+        OPENBLAS_NUM_THREADS=1 MLA_REF_THREADS=1 "$MLA" dump --model $m --random 200 --out "$TMP/a.h5" >/dev/null || fail "dump $m"
+        OPENBLAS_NUM_THREADS=2 MLA_REF_THREADS=2 "$MLA" dump --model $m --random 200 --out "$TMP/b.h5" >/dev/null || fail "dump $m"
+        OPENBLAS_NUM_THREADS=2 MLA_REF_THREADS=3 "$MLA" dump --model $m --random 200 --path decode --prefill-len 150 --out "$TMP/c.h5" >/dev/null || fail "dump $m"
+        OPENBLAS_NUM_THREADS=1 MLA_REF_THREADS=1 "$MLA" dump --model $m --random 200 --path decode --prefill-len 150 --out "$TMP/d.h5" >/dev/null || fail "dump $m"
+        expect_code 0 "$MLA" compare "$TMP/a.h5" "$TMP/b.h5" --check determinism --profile fp64
+        expect_code 0 "$MLA" compare "$TMP/c.h5" "$TMP/d.h5" --check determinism --profile fp64
+    done
+    # and a one-element change is caught by the same check (the check can fail)
+    OPENBLAS_NUM_THREADS=1 "$MLA" dump --model tiny-v3 --random 20 --out "$TMP/e.h5" >/dev/null
+    OPENBLAS_NUM_THREADS=1 "$MLA" dump --model tiny-v3 --random 20 --inject no-mscale --out "$TMP/f.h5" >/dev/null
+    expect_code 1 "$MLA" compare "$TMP/e.h5" "$TMP/f.h5" --check determinism --profile fp64
+    ;;
+dump-schema)
+    # dump writes /tokens, /logits (every position on the decode path), /final_norm, /layers/<i>/<tap> as f64
+    expect_code 0 "$MLA" dump --model tiny-v3 --tokens 3,1,4,1,5 --path decode --prefill-len 2 --profile fp64 --out "$TMP/d.h5"
+    h5dump -H "$TMP/d.h5" >"$TMP/h" || fail "h5dump cannot read the dump"
+    for ds in tokens logits final_norm embed layers/0/attn_out layers/0/ffn_out layers/0/out layers/2/topk_ids; do
+        grep -q "DATASET \"$(basename $ds)\"" "$TMP/h" || fail "dataset $ds missing"
+    done
+    h5dump -d /logits -H "$TMP/d.h5" | grep -q "( 5, 512 )" || fail "/logits must hold all 5 positions"
+    h5dump -d /layers/0/out -H "$TMP/d.h5" | grep -q "H5T_IEEE_F64LE" || fail "fp64 taps must be float64"
+    # all-decode (no prefill call): the absorbed query is recorded too
+    expect_code 0 "$MLA" dump --model tiny-v3 --tokens 3,1,4 --path decode --prefill-len 0 --out "$TMP/q.h5"
+    h5dump -H "$TMP/q.h5" | grep -q 'DATASET "q_absorbed"' || fail "q_absorbed missing on the all-decode path"
+    ;;
+bad-input)
+    expect_code 2 "$MLA" run --suite no-such-suite
+    printf '[case x]\nmodel = tiny-v3\nprompts = tokens:1,2\nprofils = fp64\nchecks = determinism\n' >"$TMP/typo.suite"
+    expect_code 2 "$MLA" run --suite "$TMP/typo.suite"
+    grep -q "profils" "$TMP/out" || fail "the typo is not named: $(cat $TMP/out)"
+    expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1,x --out "$TMP/x.h5"
+    expect_code 2 "$MLA" dump --model /nonexistent --tokens 1 --out "$TMP/x.h5"
+    expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1 --profile fp16 --out "$TMP/x.h5"
+    expect_code 2 "$MLA" frobnicate
+    "$MLA" dump --model tiny-v3 --tokens 3,1,4 --out "$TMP/g.h5" >/dev/null || fail dump
+    head -c 3000 "$TMP/g.h5" >"$TMP/trunc.h5"
+    expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/trunc.h5"
+    grep -q "trunc.h5" "$TMP/out" || fail "truncated file not named: $(cat $TMP/out)"
+    printf 'not hdf5' >"$TMP/junk.h5"
+    expect_code 2 "$MLA" compare "$TMP/junk.h5" "$TMP/g.h5"
+    if python3 -c 'import h5py' 2>/dev/null; then
+        cp "$TMP/g.h5" "$TMP/v.h5"
+        python3 -c "import h5py,numpy; f=h5py.File('$TMP/v.h5','r+'); f['meta'].attrs['schema_version']=numpy.int32(99)"
+        expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/v.h5"
+        grep -qi "version" "$TMP/out" || fail "schema version not named: $(cat $TMP/out)"
+        cp "$TMP/g.h5" "$TMP/c.h5"
+        python3 -c "import h5py; f=h5py.File('$TMP/c.h5','r+'); d=f['layers/1/out']; a=d[...]; a[0,0]+=1; d[...]=a"
+        expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/c.h5"
+        grep -qi "checksum" "$TMP/out" || fail "checksum not reported: $(cat $TMP/out)"
+    fi
+    ;;
+*)
+    fail "unknown test $NAME"
+    ;;
+esac
+echo "PASS: $NAME"
