@@ -31,11 +31,6 @@ static const char *const path_names[MLA_SUITE_PATH_COUNT] = {
     MLA_SUITE_PATH_LIST(X)
 #undef X
 };
-static const char *const fault_names[MLA_SUITE_FAULT_COUNT] = {
-#define X(e, n, d) n,
-    MLA_SUITE_FAULT_LIST(X)
-#undef X
-};
 
 static int name_index(const char *const *names, int n, const char *name)
 {
@@ -47,7 +42,6 @@ static int name_index(const char *const *names, int n, const char *name)
 const char *mla_suite_check_name(mla_suite_check k) { return (unsigned)k < MLA_CHECK_COUNT ? check_names[k] : "?"; }
 const char *mla_suite_check_what(mla_suite_check k) { return (unsigned)k < MLA_CHECK_COUNT ? check_whats[k] : "?"; }
 const char *mla_suite_path_name(mla_suite_path p) { return (unsigned)p < MLA_SUITE_PATH_COUNT ? path_names[p] : "?"; }
-const char *mla_suite_fault_name(mla_suite_fault f) { return (unsigned)f < MLA_SUITE_FAULT_COUNT ? fault_names[f] : "?"; }
 
 int mla_suite_check_from_name(const char *name, mla_suite_check *out)
 {
@@ -65,13 +59,6 @@ int mla_suite_path_from_name(const char *name, mla_suite_path *out)
     return 0;
 }
 
-int mla_suite_fault_from_name(const char *name, mla_suite_fault *out)
-{
-    int i = name_index(fault_names, MLA_SUITE_FAULT_COUNT, name);
-    if (i < 0) return -1;
-    *out = (mla_suite_fault)i;
-    return 0;
-}
 
 int mla_suite_edit_distance(const char *a, const char *b)
 {
@@ -246,7 +233,6 @@ static void case_clear(mla_suite_case *c)
     free(c->profiles);
     free(c->checks);
     free(c->kv_lens);
-    free(c->faults);
     memset(c, 0, sizeof *c);
 }
 
@@ -526,6 +512,31 @@ static mla_status set_kv_lens(const parser *p, int line, char *v, mla_suite_case
     return MLA_OK;
 }
 
+/* "none" or contract fault names (mla/backend.h) -> a bit mask. */
+static mla_status set_faults(const parser *p, int line, char *v, unsigned *dst)
+{
+    const char *names[MLA_FAULT_COUNT + 1];
+    names[0] = "none";
+    for (int i = 0; i < MLA_FAULT_COUNT; i++) names[i + 1] = mla_fault_name(i);
+    char *items[MAX_ITEMS];
+    int n = split(v, ',', items, MAX_ITEMS);
+    if (n < 0) return perr(p, line, "'faults' has an empty item; expected none or fault names, comma-separated");
+    unsigned mask = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(items[i], "none") == 0) {
+            if (n > 1) return perr(p, line, "'faults' lists 'none' with other faults");
+            continue;
+        }
+        unsigned bit = 0;
+        if (mla_fault_from_name(items[i], &bit) != 0)
+            return unknown_word(p, line, "fault", items[i], "faults", names, MLA_FAULT_COUNT + 1);
+        if (mask & bit) return perr(p, line, "fault '%s' listed twice in 'faults'", items[i]);
+        mask |= bit;
+    }
+    *dst = mask;
+    return MLA_OK;
+}
+
 static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const char *value)
 {
     /* Setters split in place: work on a copy so [defaults] entries can be replayed. */
@@ -554,14 +565,7 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
         c->checks = (mla_suite_check *)ip;
         break;
     case K_KV_LENS: st = set_kv_lens(p, line, v, c); break;
-    case K_FAULTS:
-        ip = (int *)c->faults;
-        st = set_enum_list(p, line, "faults", "fault", v, fault_names, MLA_SUITE_FAULT_COUNT, &ip, &c->n_faults);
-        c->faults = (mla_suite_fault *)ip;
-        if (st == MLA_OK && c->n_faults > 1)
-            for (int i = 0; i < c->n_faults; i++)
-                if (c->faults[i] == MLA_SUITE_FAULT_NONE) st = perr(p, line, "'faults' lists 'none' with other faults");
-        break;
+    case K_FAULTS: st = set_faults(p, line, v, &c->faults); break;
     case K_SEED: {
         long x;
         if (parse_long(v, 0, 4294967295L, &x) != 0) st = perr(p, line, "'seed' = '%s'; expected an integer in [0, 4294967295]", v);
@@ -592,12 +596,9 @@ static mla_status case_defaults(mla_suite_case *c)
     c->description = strdup("");
     c->against = strdup("golden");
     c->paths = malloc(sizeof *c->paths);
-    c->faults = malloc(sizeof *c->faults);
-    if (!c->description || !c->against || !c->paths || !c->faults) return MLA_ERR_NOMEM;
+    if (!c->description || !c->against || !c->paths) return MLA_ERR_NOMEM;
     c->paths[0] = MLA_SUITE_PATH_PREFILL;
     c->n_paths = 1;
-    c->faults[0] = MLA_SUITE_FAULT_NONE;
-    c->n_faults = 1;
     return MLA_OK;
 }
 

@@ -126,6 +126,14 @@ static void test_ci_values(void **state)
     assert_int_equal(mla_suite_find_case(s, "tiny-v3-fp8-fnuz")->e4m3_fnuz, 1);
     assert_int_equal(mla_suite_find_case(s, "tiny-v3-fp8kv")->e4m3_fnuz, 0);
     mla_suite_free(s);
+
+    /* Faults map onto the contract's bits. */
+    assert_int_equal(mla_suite_load("suites", "full", &s), MLA_OK);
+    assert_int_equal(mla_suite_find_case(s, "tiny-v3-fault-rope")->faults,
+                     MLA_FAULT(MLA_FAULT_ROPE_PAIRING) | MLA_FAULT(MLA_FAULT_NO_MSCALE));
+    assert_int_equal(mla_suite_find_case(s, "tiny-v3-fault-lse")->faults, MLA_FAULT(MLA_FAULT_LSE_BF16));
+    assert_int_equal(mla_suite_find_case(s, "tiny-v3-all")->faults, 0);
+    mla_suite_free(s);
 }
 
 static void test_list_and_load_errors(void **state)
@@ -187,8 +195,9 @@ static void test_error_messages(void **state)
     expect_error("[case a]\nengines = ref, plugin:\n", "engine 'plugin:' without a path", 0);
     expect_error("[case a]\nengines = ref, gpuu\n", "unknown engine 'gpuu' in 'engines' (did you mean 'gpu'?)", 0);
     expect_error("[case a]\nengines = ref, ref\n", "engine 'ref' listed twice", 0);
-    expect_error(GOOD_CASE "faults = none, nan-kv\n", "'faults' lists 'none' with other faults", 0);
-    expect_error(GOOD_CASE "faults = nan-k\n", "(did you mean 'nan-kv'?)", 0);
+    expect_error(GOOD_CASE "faults = none, lse-bf16\n", "'faults' lists 'none' with other faults", 0);
+    expect_error(GOOD_CASE "faults = lse-bf17\n", "unknown fault 'lse-bf17' in 'faults' (did you mean 'lse-bf16'?)", 0);
+    expect_error(GOOD_CASE "faults = lse-bf16, lse-bf16\n", "fault 'lse-bf16' listed twice", 0);
     expect_error(GOOD_CASE "e4m3 = fnz\n", "unknown e4m3 variant 'fnz'", 0);
     expect_error(GOOD_CASE "seed = -1\n", "'seed' = '-1'", 0);
     expect_error("[case a]\nmodel = m\nprompts = random:len=8 ; \nengines = ref\nprofiles = fp64\nchecks = golden\n",

@@ -15,7 +15,7 @@
  *   profiles = fp64, bf16      mla_profile_from_name                             (required)
  *   checks   = golden, decode-vs-prefill, ...                                    (required)
  *   kv_lens  = 64..4096 step 64, 5000   sweep lengths
- *   faults   = none            fault injection, to prove a check can fail
+ *   faults   = none            injected faults (mla/backend.h MLA_FAULT_LIST), to prove a check fails
  *   seed, block_size, e4m3 (fn|fnuz), description
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
@@ -23,6 +23,7 @@
 #ifndef MLACHECK_SUITE_H
 #define MLACHECK_SUITE_H
 
+#include "mla/backend.h" /* the fault list */
 #include "mla/mla.h"
 #include "mla/model.h"
 
@@ -64,23 +65,6 @@ typedef enum {
         MLA_CHECK_COUNT
 } mla_suite_check;
 
-/* Injected faults (the runner perturbs the candidate engine; the check must then fail).
- * X(enum, name, what) */
-#define MLA_SUITE_FAULT_LIST(X)                                                      \
-    X(MLA_SUITE_FAULT_NONE, "none", "no fault")                                            \
-    X(MLA_SUITE_FAULT_NAN_KV, "nan-kv", "one NaN written into the latent cache")           \
-    X(MLA_SUITE_FAULT_BITFLIP_KV, "bitflip-kv", "one mantissa bit flipped in the cache")   \
-    X(MLA_SUITE_FAULT_ROPE_OFFSET, "rope-offset", "positions shifted by one in RoPE")      \
-    X(MLA_SUITE_FAULT_SCALE, "scale", "softmax scale off by one ulp")                      \
-    X(MLA_SUITE_FAULT_SKIP_LSE_MERGE, "skip-lse-merge", "chunk outputs summed, not merged")
-
-typedef enum {
-#define MLA_SUITE_FAULT_ENUM(e, n, d) e,
-    MLA_SUITE_FAULT_LIST(MLA_SUITE_FAULT_ENUM)
-#undef MLA_SUITE_FAULT_ENUM
-        MLA_SUITE_FAULT_COUNT
-} mla_suite_fault;
-
 typedef enum {
     MLA_PROMPT_RANDOM = 0, /* len tokens drawn from seed (uniform over the vocabulary) */
     MLA_PROMPT_TOKENS = 1, /* explicit token ids */
@@ -111,7 +95,7 @@ typedef struct mla_suite_case {
     mla_profile *profiles; int n_profiles;
     mla_suite_check *checks; int n_checks;
     int *kv_lens; int n_kv_lens;     /* expanded, in the order written */
-    mla_suite_fault *faults; int n_faults;     /* default none */
+    unsigned faults;                 /* MLA_FAULT(...) bits of mla/backend.h; 0 = none (default) */
     unsigned seed;                   /* default 0 */
     int block_size;                  /* paged cache block; 0 = engine default */
     int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
@@ -145,8 +129,6 @@ const char *mla_suite_check_what(mla_suite_check k);
 int mla_suite_check_from_name(const char *name, mla_suite_check *out); /* 0 ok, -1 unknown */
 const char *mla_suite_path_name(mla_suite_path p);
 int mla_suite_path_from_name(const char *name, mla_suite_path *out);
-const char *mla_suite_fault_name(mla_suite_fault f);
-int mla_suite_fault_from_name(const char *name, mla_suite_fault *out);
 
 /* Levenshtein distance (bytes), for "did you mean" suggestions; shared with rules.c. */
 int mla_suite_edit_distance(const char *a, const char *b);
