@@ -87,11 +87,3 @@ int cli_bisect(int argc, char **argv)
     }
     return CLI_EXIT_FAIL;
 }
-
-int cli_ops(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "mlacheck ops: operator-level suites are not built in this version\n");
-    return CLI_EXIT_SKIP;
-}

@@ -178,7 +178,9 @@ int cli_golden(int argc, char **argv)
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
     snprintf(stage, sizeof stage, "%s/golden-staging/%s", cli_dir("results", rd, sizeof rd), stamp);
     cli_dir("golden", gd, sizeof gd);
-    mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .progress = isatty(2)};
+    char sha[64];
+    mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .progress = isatty(2),
+                          .git_sha = cli_git_sha(sha, sizeof sha)};
     mla_runner_totals tot;
     mla_status st = mla_runner_run(s, rules, &ro, NULL, &tot);
     int code = 0;
@@ -194,7 +196,7 @@ int cli_golden(int argc, char **argv)
                 fprintf(stderr, "mlacheck golden: copying %s into %s failed\n", stage, gd);
                 code = CLI_EXIT_USAGE;
             } else {
-                char mp[1100], sha[64];
+                char mp[1100];
                 snprintf(mp, sizeof mp, "%s/MANIFEST", gd);
                 FILE *f = fopen(mp, "a");
                 if (f) {

@@ -28,9 +28,10 @@ static mla_status plugin_ops(const char *path, const mla_backend_ops **ops)
                           MLA_BACKEND_ABI_VERSION);
     }
     if (o->abi_version != MLA_BACKEND_ABI_VERSION) {
+        unsigned v = o->abi_version; /* read before dlclose unmaps it */
         dlclose(h);
-        return mla_errorf(MLA_ERR_VERSION, "plugin %s: ABI version %u, expected %d", path,
-                          (unsigned)o->abi_version, MLA_BACKEND_ABI_VERSION);
+        return mla_errorf(MLA_ERR_VERSION, "plugin %s: ABI version %u, expected %d", path, v,
+                          MLA_BACKEND_ABI_VERSION);
     }
     if (!o->create || !o->supports || !o->load || !o->reset || !o->forward_mha || !o->forward_mqa ||
         !o->read_tap || !o->destroy) {

@@ -304,6 +304,243 @@ static mla_status attr_read_int(const char *path, hid_t loc, const char *obj, co
     return st;
 }
 
+/* ---- the seal: a whole-file checksum in the HDF5 user block ----
+ * HDF5 parses metadata (object headers, B-trees, the global heap of variable-length strings) without
+ * checksums in 1.10, and a damaged address there can crash libhdf5 itself. So mla_h5_write reserves a
+ * user block (bytes HDF5, h5py and h5dump skip) and stores in it, as text, the file size and a CRC-32
+ * of every byte after the user block except the datasets' raw data (which their own crc32 attributes
+ * cover, so a damaged dataset is still named). Readers verify the seal before HDF5 sees the file. */
+
+#define SEAL_MAGIC "mlacheck-h5 1\n"
+#define SEAL_MAX_UB ((uint64_t)64 << 20)
+#define SEAL_LINE 48 /* room for one "<offset> <length>\n" line */
+
+typedef struct {
+    uint64_t off, len;
+} seal_range;
+
+typedef struct {
+    seal_range *r;
+    size_t n, cap;
+    int err;
+} seal_ranges;
+
+static herr_t seal_visit(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    seal_ranges *s = data;
+    if (info->type != H5L_TYPE_HARD) return 0;
+    hid_t o = H5Oopen(g, name, H5P_DEFAULT);
+    if (o < 0) return -1;
+    if (H5Iget_type(o) == H5I_DATASET) {
+        haddr_t off = H5Dget_offset(o);
+        hsize_t len = H5Dget_storage_size(o);
+        if (off != HADDR_UNDEF && len > 0) {
+            if (s->n == s->cap) {
+                size_t cap = s->cap ? 2 * s->cap : 64;
+                seal_range *r = realloc(s->r, cap * sizeof *r);
+                if (!r) {
+                    s->err = 1;
+                    H5Oclose(o);
+                    return -1;
+                }
+                s->r = r;
+                s->cap = cap;
+            }
+            s->r[s->n].off = (uint64_t)off;
+            s->r[s->n++].len = (uint64_t)len;
+        }
+    }
+    H5Oclose(o);
+    return 0;
+}
+
+static int range_cmp(const void *x, const void *y)
+{
+    const seal_range *a = x, *b = y;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* CRC-32 of fp's bytes [from, to) minus the sorted, disjoint ranges r[n]. */
+static int seal_crc(FILE *fp, uint64_t from, uint64_t to, const seal_range *r, size_t n,
+                    uint32_t *crc)
+{
+    static const size_t chunk = 1 << 16;
+    unsigned char *buf = malloc(chunk);
+    if (!buf) return -1;
+    uint32_t c = 0;
+    size_t k = 0;
+    uint64_t pos = from;
+    int rc = 0;
+    while (pos < to && !rc) {
+        while (k < n && r[k].off + r[k].len <= pos) k++;
+        if (k < n && r[k].off <= pos) {
+            pos = r[k].off + r[k].len;
+            continue;
+        }
+        uint64_t end = k < n && r[k].off < to ? r[k].off : to;
+        if (end - pos > chunk) end = pos + chunk;
+        if (fseeko(fp, (off_t)pos, SEEK_SET) != 0 || fread(buf, 1, end - pos, fp) != end - pos)
+            rc = -1;
+        else
+            c = mla_h5_crc32(c, buf, end - pos);
+        pos = end;
+    }
+    free(buf);
+    *crc = c;
+    return rc;
+}
+
+/* Writes the seal into an existing file made by mla_h5_write (user block reserved). */
+static mla_status seal_file(const char *path, const char *fpath)
+{
+    char e[200];
+    mla_status st = MLA_OK;
+    seal_ranges s = {0};
+    hsize_t ub = 0;
+    hid_t f = H5Fopen(fpath, H5F_ACC_RDONLY, H5P_DEFAULT), pl = H5IO_BAD;
+    if (f < 0)
+        return mla_errorf(MLA_ERR_IO, "%s: cannot reopen %s to seal it: %s", path, fpath,
+                          h5_detail(e, sizeof e));
+    pl = H5Fget_create_plist(f);
+    if (pl < 0 || H5Pget_userblock(pl, &ub) < 0)
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot read the user block size: %s", path,
+                        h5_detail(e, sizeof e));
+    else if (ub < 512)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: no user block to hold the seal (not written by "
+                        "mla_h5_write)", path);
+    else if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, seal_visit, &s) < 0)
+        st = s.err ? mla_errorf(MLA_ERR_NOMEM, "%s: dataset list", path)
+                   : mla_errorf(MLA_ERR_FORMAT, "%s: cannot list datasets: %s", path,
+                                h5_detail(e, sizeof e));
+    close_id(&pl, H5Pclose);
+    if (H5Fclose(f) < 0 && !st) st = mla_errorf(MLA_ERR_IO, "%s: close failed", path);
+    if (st) {
+        free(s.r);
+        return st;
+    }
+    qsort(s.r, s.n, sizeof *s.r, range_cmp);
+    size_t m = 0; /* merge duplicates (a dataset reached by two links) and overlaps */
+    for (size_t i = 0; i < s.n; i++) {
+        if (m && s.r[i].off <= s.r[m - 1].off + s.r[m - 1].len) {
+            uint64_t end = s.r[i].off + s.r[i].len;
+            if (end > s.r[m - 1].off + s.r[m - 1].len) s.r[m - 1].len = end - s.r[m - 1].off;
+        } else {
+            s.r[m++] = s.r[i];
+        }
+    }
+    char *hdr = calloc(ub, 1);
+    FILE *fp = hdr ? fopen(fpath, "r+b") : NULL;
+    uint32_t crc = 0;
+    if (!hdr) st = mla_errorf(MLA_ERR_NOMEM, "%s: user block", path);
+    else if (!fp) st = mla_errorf(MLA_ERR_IO, "%s: cannot open %s: %s", path, fpath, strerror(errno));
+    else if (fseeko(fp, 0, SEEK_END) != 0) st = mla_errorf(MLA_ERR_IO, "%s: seek failed", path);
+    if (!st) {
+        uint64_t size = (uint64_t)ftello(fp);
+        if (seal_crc(fp, ub, size, s.r, m, &crc))
+            st = mla_errorf(MLA_ERR_IO, "%s: cannot read %s back to checksum it", path, fpath);
+        size_t k = (size_t)snprintf(hdr, ub, SEAL_MAGIC "userblock %llu\nbytes %llu\nmeta_crc32 "
+                                    "%08x\nraw_ranges %zu\n", (unsigned long long)ub,
+                                    (unsigned long long)size, crc, m);
+        for (size_t i = 0; i < m && k < ub; i++)
+            k += (size_t)snprintf(hdr + k, ub - k, "%llu %llu\n", (unsigned long long)s.r[i].off,
+                                  (unsigned long long)s.r[i].len);
+        if (!st && k >= ub)
+            st = mla_errorf(MLA_ERR_INVALID, "%s: %zu datasets do not fit the %llu-byte user block",
+                            path, m, (unsigned long long)ub);
+        if (!st && (fseeko(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, ub, fp) != ub))
+            st = mla_errorf(MLA_ERR_IO, "%s: cannot write the seal: %s", path, strerror(errno));
+    }
+    if (fp && fclose(fp) != 0 && !st)
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot write %s: %s", path, fpath, strerror(errno));
+    free(hdr);
+    free(s.r);
+    return st;
+}
+
+static const unsigned char hdf5_sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* MLA_OK when the file carries a valid seal or no user block at all (a foreign writer such as h5py:
+ * HDF5 then parses it unprotected, datasets still crc-checked). */
+static mla_status seal_verify(const char *path, FILE *fp, uint64_t size)
+{
+    unsigned char head[512];
+    size_t got = fread(head, 1, sizeof head, fp);
+    if (got >= 8 && memcmp(head, hdf5_sig, 8) == 0) return MLA_OK;
+    if (got < sizeof SEAL_MAGIC - 1 || memcmp(head, SEAL_MAGIC, sizeof SEAL_MAGIC - 1) != 0) {
+        /* an HDF5 signature after a user block that is not ours: damaged header */
+        unsigned char sig[8];
+        for (uint64_t at = 512; at + 8 <= size; at *= 2)
+            if (fseeko(fp, (off_t)at, SEEK_SET) == 0 && fread(sig, 1, 8, fp) == 8 &&
+                memcmp(sig, hdf5_sig, 8) == 0)
+                return mla_errorf(MLA_ERR_FORMAT, "%s: the user block lacks the mlacheck seal "
+                                  "header (damaged file?)", path);
+        return MLA_OK; /* not HDF5 at all: H5Fis_hdf5 will say so */
+    }
+    unsigned long long ub = 0, bytes = 0;
+    unsigned crc = 0;
+    size_t n = 0;
+    int k = 0;
+    char text[512 + 1];
+    memcpy(text, head, got);
+    text[got] = '\0';
+    if (sscanf(text, SEAL_MAGIC "userblock %llu\nbytes %llu\nmeta_crc32 %x\nraw_ranges %zu\n%n", &ub,
+               &bytes, &crc, &n, &k) != 4 || k == 0)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: damaged seal header in the user block", path);
+    if (ub < 512 || (ub & (ub - 1)) || ub > SEAL_MAX_UB || n > ub / 4)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: seal header: user block %llu bytes, %zu ranges "
+                          "(damaged)", path, ub, n);
+    if (bytes != size)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: %llu bytes, the seal records %llu (%s)", path,
+                          (unsigned long long)size, bytes, size < bytes ? "truncated" : "extended");
+    char *hdr = malloc(ub + 1);
+    seal_range *r = malloc((n ? n : 1) * sizeof *r);
+    mla_status st = MLA_OK;
+    if (!hdr || !r) {
+        st = mla_errorf(MLA_ERR_NOMEM, "%s: seal of %llu bytes", path, ub);
+        goto done;
+    }
+    if (fseeko(fp, 0, SEEK_SET) != 0 || fread(hdr, 1, ub, fp) != ub) {
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot read the user block", path);
+        goto done;
+    }
+    hdr[ub] = '\0';
+    const char *p = hdr + k;
+    for (size_t i = 0; i < n; i++) {
+        unsigned long long off, len;
+        int used = 0;
+        if (sscanf(p, "%llu %llu\n%n", &off, &len, &used) != 2 || used == 0 || off < ub ||
+            len > size || off > size - len || (i && off < r[i - 1].off + r[i - 1].len)) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: seal header: raw range %zu damaged", path, i);
+            goto done;
+        }
+        r[i].off = off;
+        r[i].len = len;
+        p += used;
+    }
+    uint32_t have = 0;
+    if (seal_crc(fp, ub, size, r, n, &have)) {
+        st = mla_errorf(MLA_ERR_IO, "%s: read error while checksumming", path);
+        goto done;
+    }
+    if (have != crc)
+        st = mla_errorf(MLA_ERR_CHECKSUM, "%s: HDF5 structure (metadata) crc32 is 0x%08x, the seal "
+                        "records 0x%08x (file corrupted)", path, have, crc);
+done:
+    free(hdr);
+    free(r);
+    return st;
+}
+
+mla_status mla_h5_seal(const char *path)
+{
+    if (!path) return mla_errorf(MLA_ERR_INVALID, "mla_h5_seal: path is NULL");
+    h5_quiet q;
+    quiet_on(&q);
+    mla_status st = seal_file(path, path);
+    quiet_off(&q);
+    return st;
+}
+
 /* ---- writing ---- */
 
 static mla_status write_dataset(const char *path, hid_t loc, const char *name, const char *full,
@@ -470,10 +707,18 @@ mla_status mla_h5_write(const char *path, const mla_dump *d)
         return mla_errorf(MLA_ERR_NOMEM, "%s: temporary name", path);
     }
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    /* user block for the seal: room for one line per dataset, plus spare for later edits */
+    size_t nds = d->tokens != NULL;
+    for (int t = 0; t < MLA_TAP_COUNT; t++) nds += d->global[t] != NULL;
+    for (size_t i = 0; i < (size_t)d->n_layers * MLA_TAP_COUNT; i++) nds += d->layer[i] != NULL;
+    hsize_t ub = 512;
+    while (ub < 256 + SEAL_LINE * (nds + 64)) ub *= 2;
     h5_quiet q;
     quiet_on(&q);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     char e[200];
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), f = H5IO_BAD;
+    if (fcpl >= 0 && H5Pset_userblock(fcpl, ub) >= 0)
+        f = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     if (f < 0) {
         st = mla_errorf(MLA_ERR_IO, "%s: cannot create %s: %s", path, tmp, h5_detail(e, sizeof e));
     } else {
@@ -481,6 +726,7 @@ mla_status mla_h5_write(const char *path, const mla_dump *d)
         if (H5Fclose(f) < 0 && !st)
             st = mla_errorf(MLA_ERR_IO, "%s: closing %s failed: %s", path, tmp,
                             h5_detail(e, sizeof e));
+        if (!st) st = seal_file(path, tmp);
         if (st)
             remove(tmp);
         else if (rename(tmp, path) != 0) {
@@ -489,6 +735,7 @@ mla_status mla_h5_write(const char *path, const mla_dump *d)
             remove(tmp);
         }
     }
+    close_id(&fcpl, H5Pclose);
     quiet_off(&q);
     free(tmp);
     free(json);
@@ -497,7 +744,7 @@ mla_status mla_h5_write(const char *path, const mla_dump *d)
 
 /* ---- reading ---- */
 
-static mla_status open_file(const char *path, hid_t *out)
+static mla_status open_file(const char *path, hid_t *out, int64_t *fsize)
 {
     *out = H5IO_BAD;
     struct stat sb;
@@ -505,9 +752,12 @@ static mla_status open_file(const char *path, hid_t *out)
         return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return mla_errorf(MLA_ERR_IO, "%s: cannot open: not a regular file", path);
+    *fsize = (int64_t)sb.st_size;
     FILE *fp = fopen(path, "rb");
     if (!fp) return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    mla_status st = seal_verify(path, fp, (uint64_t)sb.st_size);
     fclose(fp);
+    if (st) return st;
     char e[200];
     htri_t is = H5Fis_hdf5(path);
     if (is == 0)
@@ -523,7 +773,6 @@ static mla_status open_file(const char *path, hid_t *out)
                           h5_detail(e, sizeof e));
     }
     *out = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    mla_status st = MLA_OK;
     if (*out < 0) /* before H5Pclose, which clears HDF5's error stack */
         st = mla_errorf(MLA_ERR_FORMAT, "%s: HDF5 cannot open the file (truncated or corrupted?): %s",
                         path, h5_detail(e, sizeof e));
@@ -617,8 +866,9 @@ static mla_status read_meta(const char *path, hid_t f, mla_dump_meta *m, mla_con
 
 /* Reads dataset name (full path for messages) with its dtype/crc checks. tap >= 0: shape checked
  * against the config (ntok updated); tap < 0: /tokens (i32 rank 1, sets ntok). */
-static mla_status read_dataset(const char *path, hid_t loc, const char *name, const char *full,
-                               const mla_config *cfg, int tap, int64_t *ntok, mla_tensor **out)
+static mla_status read_dataset(const char *path, int64_t fsize, hid_t loc, const char *name,
+                               const char *full, const mla_config *cfg, int tap, int64_t *ntok,
+                               mla_tensor **out)
 {
     *out = NULL;
     char e[200], *dname = NULL;
@@ -669,6 +919,14 @@ static mla_status read_dataset(const char *path, hid_t loc, const char *name, co
         *ntok = dims[0];
     }
     if (st) goto done;
+    /* contiguous data lies inside the file: a larger claim is damage, not a huge allocation */
+    double claim = (double)mla_dtype_size(dt);
+    for (int i = 0; i < nd; i++) claim *= (double)dims[i];
+    if (claim > (double)fsize) {
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: dataset %s: shape %s needs %.0f bytes, the file has "
+                        "%lld", path, full, dims_str(nd, dims, e, sizeof e), claim, (long long)fsize);
+        goto done;
+    }
     if ((st = mla_tensor_new(&t, dt, nd, dims, tap >= 0 ? mla_tap_name((mla_tap)tap) : "tokens")))
         goto done;
     int64_t n = mla_tensor_numel(t);
@@ -714,7 +972,8 @@ static long layer_index(const char *s)
     return v;
 }
 
-static mla_status read_layer(const char *path, hid_t g, int l, mla_dump *d, int64_t *ntok)
+static mla_status read_layer(const char *path, int64_t fsize, hid_t g, int l, mla_dump *d,
+                             int64_t *ntok)
 {
     char full[96], e[200];
     for (int tap = 0; tap < MLA_TAP_COUNT; tap++) {
@@ -729,14 +988,15 @@ static mla_status read_layer(const char *path, hid_t g, int l, mla_dump *d, int6
             return mla_errorf(MLA_ERR_SHAPE, "%s: dataset %s: tap not produced in layer %d under "
                               "the file's model_config (dense layer?)", path, full, l);
         mla_tensor *t;
-        mla_status st = read_dataset(path, g, nm, full, &d->cfg, tap, ntok, &t);
+        mla_status st = read_dataset(path, fsize, g, nm, full, &d->cfg, tap, ntok, &t);
         if (st) return st;
         mla_dump_set(d, l, (mla_tap)tap, t);
     }
     return MLA_OK;
 }
 
-static mla_status read_layers(const char *path, hid_t f, mla_dump *d, int64_t *ntok)
+static mla_status read_layers(const char *path, int64_t fsize, hid_t f, mla_dump *d,
+                              int64_t *ntok)
 {
     char e[200];
     htri_t ex = H5Lexists(f, "layers", H5P_DEFAULT);
@@ -773,14 +1033,14 @@ static mla_status read_layers(const char *path, hid_t f, mla_dump *d, int64_t *n
                             h5_detail(e, sizeof e));
             break;
         }
-        st = read_layer(path, g, (int)l, d, ntok);
+        st = read_layer(path, fsize, g, (int)l, d, ntok);
         H5Gclose(g);
     }
     H5Gclose(lg);
     return st;
 }
 
-static mla_status read_all(const char *path, hid_t f, mla_dump **out)
+static mla_status read_all(const char *path, int64_t fsize, hid_t f, mla_dump **out)
 {
     mla_dump_meta meta;
     mla_config cfg;
@@ -797,7 +1057,7 @@ static mla_status read_all(const char *path, hid_t f, mla_dump **out)
     char e[200];
     htri_t ex = H5Lexists(f, "tokens", H5P_DEFAULT);
     if (ex < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: /tokens: %s", path, h5_detail(e, sizeof e));
-    if (!st && ex > 0) st = read_dataset(path, f, "tokens", "/tokens", &cfg, -1, &ntok, &d->tokens);
+    if (!st && ex > 0) st = read_dataset(path, fsize, f, "tokens", "/tokens", &cfg, -1, &ntok, &d->tokens);
     for (int tap = 0; !st && tap < MLA_TAP_COUNT; tap++) {
         if (mla_tap_is_layer((mla_tap)tap)) continue;
         const char *nm = mla_tap_name((mla_tap)tap);
@@ -805,9 +1065,9 @@ static mla_status read_all(const char *path, hid_t f, mla_dump **out)
         snprintf(full, sizeof full, "/%s", nm);
         ex = H5Lexists(f, nm, H5P_DEFAULT);
         if (ex < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: %s: %s", path, full, h5_detail(e, sizeof e));
-        if (!st && ex > 0) st = read_dataset(path, f, nm, full, &cfg, tap, &ntok, &d->global[tap]);
+        if (!st && ex > 0) st = read_dataset(path, fsize, f, nm, full, &cfg, tap, &ntok, &d->global[tap]);
     }
-    if (!st) st = read_layers(path, f, d, &ntok);
+    if (!st) st = read_layers(path, fsize, f, d, &ntok);
     if (st) {
         mla_dump_free(d);
         return st;
@@ -824,9 +1084,10 @@ mla_status mla_h5_read(const char *path, mla_dump **out)
     h5_quiet q;
     quiet_on(&q);
     hid_t f;
-    mla_status st = open_file(path, &f);
+    int64_t fsize = 0;
+    mla_status st = open_file(path, &f, &fsize);
     if (!st) {
-        st = read_all(path, f, out);
+        st = read_all(path, fsize, f, out);
         H5Fclose(f);
     }
     quiet_off(&q);
@@ -842,7 +1103,8 @@ mla_status mla_h5_read_meta(const char *path, mla_dump_meta *meta, mla_config *c
     h5_quiet q;
     quiet_on(&q);
     hid_t f;
-    mla_status st = open_file(path, &f);
+    int64_t fsize = 0;
+    mla_status st = open_file(path, &f, &fsize);
     if (!st) {
         st = read_meta(path, f, &m, &c);
         H5Fclose(f);

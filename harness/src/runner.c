@@ -230,7 +230,7 @@ static mla_status drive(run_state *r, mla_model *m, const char *engine, mla_prof
     for (int i = 0; i < g->n; i++) mx = g->len[i] > mx ? g->len[i] : mx;
     ro.max_seq_len = mx + 1;
     ro.fp8_kind = r->cs->e4m3_fnuz ? MLA_FP8_FNUZ : MLA_FP8_FN;
-    ro.faults = faults ? r->o->faults : 0;
+    ro.faults = faults ? r->o->faults | r->cs->faults : 0; /* injected into candidates only */
     ro.kv_splits = r->o->kv_splits;
     ro.seed = r->cs->seed;
     ro.shuffle_blocks = g->n > 1; /* batches also exercise non-identity block tables */
@@ -294,6 +294,35 @@ static void check_name(char *out, size_t n, const char *check, const char *engin
         snprintf(out, n, "%s@%s", check, strncmp(engine, "plugin:", 7) == 0 ? "plugin" : engine);
 }
 
+/* Narrow every f64 tap to bf16 or f32 when that is lossless (the low-precision profiles store
+ * bf16/f32 values): goldens stay small and keep every bit. */
+static mla_status dump_compact(mla_dump *d)
+{
+    for (int i = -1; i < d->n_layers * MLA_TAP_COUNT; i++)
+        for (int g = 0; g < (i < 0 ? MLA_TAP_COUNT : 1); g++) {
+            mla_tensor **slot = i < 0 ? &d->global[g] : &d->layer[i];
+            mla_tensor *t = *slot;
+            if (!t || t->dtype != MLA_F64) continue;
+            int64_t n = mla_tensor_numel(t);
+            const double *v = t->data;
+            int bf = 1, f32 = 1;
+            for (int64_t k = 0; k < n && (bf || f32); k++) {
+                if (v[k] != v[k]) bf = f32 = 0; /* NaN: keep f64, the payload is the point */
+                bf &= mla_round_bf16(v[k]) == v[k];
+                f32 &= mla_round_f32(v[k]) == v[k];
+            }
+            if (!bf && !f32) continue;
+            mla_tensor *nt;
+            mla_status st = mla_tensor_new(&nt, bf ? MLA_BF16 : MLA_F32, t->ndim, t->shape, t->name);
+            if (st) return st;
+            for (int64_t k = 0; k < n; k++)
+                mla_store_f64(nt->dtype, (char *)nt->data + (size_t)k * mla_dtype_size(nt->dtype), v[k]);
+            mla_tensor_free(t);
+            *slot = nt;
+        }
+    return MLA_OK;
+}
+
 /* golden check or golden writing for one engine's path dumps */
 static void golden_group(run_state *r, const char *engine, const char *path, mla_dump **d, const group *g)
 {
@@ -305,7 +334,11 @@ static void golden_group(run_state *r, const char *engine, const char *path, mla
                                r->profile, path, g->tok[i], g->len[i], gp, sizeof gp);
         if (r->o->write_golden) {
             mkdirs(gp);
-            mla_status st = mla_h5_write(gp, d[i]);
+            snprintf(d[i]->meta.producer, sizeof d[i]->meta.producer, "mlacheck golden --suite %s (case %s)",
+                     r->suite->name, r->cs->name);
+            if (r->o->git_sha) snprintf(d[i]->meta.git_sha, sizeof d[i]->meta.git_sha, "%s", r->o->git_sha);
+            mla_status st = dump_compact(d[i]);
+            if (!st) st = mla_h5_write(gp, d[i]);
             if (st) verdict_error(r, check, path, st);
             continue;
         }

@@ -82,6 +82,49 @@ bad-input)
         grep -qi "checksum" "$TMP/out" || fail "checksum not reported: $(cat $TMP/out)"
     fi
     ;;
+faults)
+    # every injected fault is caught by the default suite, with the right first diverging layer and tap
+    check_fault() { # fault "expected text"
+        expect_code 1 "$MLA" run --suite ci --inject "$1" --quiet --results "$TMP/results"
+        grep -q "$2" "$TMP/out" || { cat "$TMP/out"; fail "fault $1: expected '$2'"; }
+        echo "caught $1: $2"
+    }
+    check_fault rope-pairing "golden | fp64 | prefill | \*\*FAIL\*\* .* layer 0 q_pe"
+    check_fault causal-off-by-one "golden | fp64 | prefill | \*\*FAIL\*\* .* layer 0 attn_core"
+    check_fault no-mscale "tiny-v3-golden | golden | fp64 | prefill | \*\*FAIL\*\* .* layer 0 attn_core"
+    check_fault fp8-q-saturation "golden | fp64 | decode | \*\*FAIL\*\* .* layer 0 attn_core"
+    check_fault routed-scaling "tiny-v3-golden | golden | fp64 | prefill | \*\*FAIL\*\* .* layer 1 topk_weights"
+    check_fault lse-bf16 "chunked-vs-whole | fp64 | chunked | \*\*FAIL\*\* .* layer 0 attn_core"
+    # and without a fault the same suite passes
+    expect_code 0 "$MLA" run --suite ci --quiet --results "$TMP/results"
+    # bisect names the first divergence from the stored metrics of a failing run
+    expect_code 1 "$MLA" run --suite ci --inject no-mscale --quiet --results "$TMP/r2"
+    expect_code 1 "$MLA" bisect "$(ls -d "$TMP"/r2/*/ | head -1)"
+    grep -q "first diverging: layer 0 tap attn_core" "$TMP/out" || { cat "$TMP/out"; fail "bisect did not name layer 0 attn_core"; }
+    grep -q "softmax scale" "$TMP/out" || fail "bisect did not name the op"
+    ;;
+git-bisect)
+    # git bisect run over a scripted history where one commit introduces an error finds that commit
+    command -v git >/dev/null || { echo "no git: skipped"; exit 77; }
+    repo="$TMP/repo"
+    mkdir -p "$repo" && cd "$repo" && git init -q && git config user.email t@t && git config user.name t
+    for i in 1 2 3 4 5 6 7 8; do
+        fault=none; [ $i -ge 6 ] && fault=no-mscale
+        echo "$fault" >fault && echo "$i" >version && git add fault version && git commit -qm "commit $i"
+    done
+    bad=$(git rev-list HEAD --reverse | sed -n 6p)
+    cat >check.sh <<EOS
+#!/bin/sh
+exec "$MLA" run --suite smoke --inject "\$(cat fault)" --git-bisect --quiet --results "$TMP/bisect-results"
+EOS
+    chmod +x check.sh
+    git bisect start HEAD "$(git rev-list HEAD --reverse | head -1)" >/dev/null
+    mv check.sh "$TMP/check.sh"
+    git bisect run "$TMP/check.sh" >"$TMP/bisect.log" 2>&1
+    grep -q "^$bad is the first bad commit" "$TMP/bisect.log" || { cat "$TMP/check.sh"; cat "$TMP/bisect.log"; fail "git bisect did not find $bad"; }
+    echo "git bisect found commit 6 ($bad)"
+    git bisect reset >/dev/null 2>&1
+    ;;
 *)
     fail "unknown test $NAME"
     ;;

@@ -1,7 +1,7 @@
 /* fuzz_suite.c: libFuzzer target for the suite and rules parsers (clang only; not part of ctest).
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iharness/include -Ireference/include \
  *     harness/tests/fuzz_suite.c harness/src/suite.c harness/src/rules.c reference/src/core/{status,backend_common,dtype}.c -lm -o fuzz_suite
- *   mkdir corpus && cp suites/* corpus/ && ./fuzz_suite -max_total_time=60 corpus   (shipped files seed it)
+ *   cp -r suites corpus && ./fuzz_suite -max_total_time=60 corpus   (the shipped files seed it)
  * Every input must parse to MLA_OK or fail with MLA_ERR_FORMAT and a located message. */
 #include <stdint.h>
 #include <stdlib.h>

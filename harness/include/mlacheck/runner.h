@@ -19,6 +19,7 @@ typedef struct mla_runner_opts {
     int progress;             /* 1: a progress line on stderr */
     int kv_splits;            /* passed to engines */
     const char *write_golden; /* non-NULL: write golden candidates into this folder instead of checking */
+    const char *git_sha;      /* recorded in written goldens */
 } mla_runner_opts;
 
 typedef struct mla_runner_totals {
