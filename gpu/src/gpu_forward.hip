@@ -383,7 +383,7 @@ mla_status gpu_read_tap(void *vctx, int layer, mla_tap tap, mla_tensor **out)
     int li = mla_tap_is_layer(tap) ? layer : L;
     gpu_tap *tp = &c->taps[li * MLA_TAP_COUNT + tap];
     if (!tp->valid)
-        return mla_errorf(MLA_ERR_NOT_FOUND, "gpu: tap %s of layer %d was not produced by the last forward call",
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: tap %s of layer %d was not produced by the last forward call",
                           mla_tap_name(tap), layer);
     int64_t shape[MLA_MAX_DIMS];
     int nd = mla_tap_shape(tap, &c->cfg, c->ntok, shape);

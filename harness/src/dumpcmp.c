@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
+ * (e.g. layer 0, where engines that share rounding points agree almost bit for bit). */
 static void limits_from_rule(const mla_rule_limits *r, mla_cmp_limits *l)
 {
     l->max_abs = r->max_abs;
@@ -67,6 +69,16 @@ typedef struct {
     int lo, hi;
 } dcmp_state;
 
+static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const char *tap)
+{
+    char key[64];
+    if (layer >= 0)
+        snprintf(key, sizeof key, "L%d/%s", layer, tap);
+    else
+        snprintf(key, sizeof key, "%s", tap);
+    return mla_rules_match(s->c->rules, key, s->c->profile, s->c->check);
+}
+
 static void note_result(dcmp_state *s, int layer, const char *tap, int pass, double headroom, const char *why)
 {
     mla_dcmp_result *o = s->out;
@@ -104,7 +116,7 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
 {
     const mla_tensor *ia = mla_dump_get(a, layer, MLA_TAP_TOPK_IDS), *ib = mla_dump_get(b, layer, MLA_TAP_TOPK_IDS);
     if (!ia || !ib) return MLA_OK;
-    const mla_rule_limits *rl = mla_rules_match(s->c->rules, "topk_ids", s->c->profile, s->c->check);
+    const mla_rule_limits *rl = rule_for(s, layer, "topk_ids");
     if (!rl)
         return mla_errorf(MLA_ERR_NOT_FOUND, "rules %s: no rule for tap topk_ids, profile %s, check %s",
                           mla_rules_origin(s->c->rules), s->c->profile, s->c->check);
@@ -149,7 +161,7 @@ done:
 static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tensor *ta, const mla_tensor *tb)
 {
     const char *name = mla_tap_name(tap);
-    const mla_rule_limits *rl = mla_rules_match(s->c->rules, name, s->c->profile, s->c->check);
+    const mla_rule_limits *rl = rule_for(s, layer, name);
     if (!rl)
         return mla_errorf(MLA_ERR_NOT_FOUND, "rules %s: no rule for tap %s, profile %s, check %s",
                           mla_rules_origin(s->c->rules), name, s->c->profile, s->c->check);

@@ -4,6 +4,8 @@
  * or a screen of HDF5 traces; the innermost HDF5 error text is appended to our detail. */
 #include "mlacheck/h5io.h"
 
+#ifdef MLA_HAVE_HDF5
+
 #include <hdf5.h>
 
 #include <errno.h>
@@ -490,7 +492,8 @@ static mla_status seal_verify(const char *path, FILE *fp, uint64_t size)
         return mla_errorf(MLA_ERR_FORMAT, "%s: seal header: user block %llu bytes, %zu ranges "
                           "(damaged)", path, ub, n);
     if (bytes != size)
-        return mla_errorf(MLA_ERR_FORMAT, "%s: %llu bytes, the seal records %llu (%s)", path,
+        return mla_errorf(MLA_ERR_FORMAT, "%s: %llu bytes, the seal records %llu (%s; a file edited "
+                          "in place after mlacheck wrote it needs mla_h5_seal)", path,
                           (unsigned long long)size, bytes, size < bytes ? "truncated" : "extended");
     char *hdr = malloc(ub + 1);
     seal_range *r = malloc((n ? n : 1) * sizeof *r);
@@ -524,7 +527,8 @@ static mla_status seal_verify(const char *path, FILE *fp, uint64_t size)
     }
     if (have != crc)
         st = mla_errorf(MLA_ERR_CHECKSUM, "%s: HDF5 structure (metadata) crc32 is 0x%08x, the seal "
-                        "records 0x%08x (file corrupted)", path, have, crc);
+                        "records 0x%08x (file corrupted, or edited in place after mlacheck wrote it "
+                        "without mla_h5_seal)", path, have, crc);
 done:
     free(hdr);
     free(r);
@@ -1116,3 +1120,5 @@ mla_status mla_h5_read_meta(const char *path, mla_dump_meta *meta, mla_config *c
     if (cfg) *cfg = c;
     return MLA_OK;
 }
+
+#endif /* MLA_HAVE_HDF5 */

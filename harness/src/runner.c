@@ -138,6 +138,7 @@ typedef struct run_state {
     const char *profile;
     verdict v[64];
     int nv;
+    int kv_splits; /* > 0: overrides the option for the next drives (split-invariance) */
 } run_state;
 
 static verdict *verdict_get(run_state *r, const char *check, const char *path)
@@ -231,7 +232,7 @@ static mla_status drive(run_state *r, mla_model *m, const char *engine, mla_prof
     ro.max_seq_len = mx + 1;
     ro.fp8_kind = r->cs->e4m3_fnuz ? MLA_FP8_FNUZ : MLA_FP8_FN;
     ro.faults = faults ? r->o->faults | r->cs->faults : 0; /* injected into candidates only */
-    ro.kv_splits = r->o->kv_splits;
+    ro.kv_splits = r->kv_splits > 0 ? r->kv_splits : r->o->kv_splits;
     ro.seed = r->cs->seed;
     ro.shuffle_blocks = g->n > 1; /* batches also exercise non-identity block tables */
     mla_engine e;
@@ -459,6 +460,46 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
         if ((st = drive(r, m, engine, prof, is_cand, g, &dp, tmp))) verdict_error(r, check, "prefill", st);
         else compare_group(r, check, "prefill", pre, tmp, n, 1);
         dumps_free(tmp, n);
+    }
+    if (case_has(cs, MLA_CHECK_BATCH_INVARIANCE)) {
+        /* a sequence's outputs must not depend on the other sequences of its batch */
+        check_name(check, sizeof check, "batch-invariance", engine);
+        if (n < 2) {
+            verdict_skip(r, check, "prefill", "needs a batch of two or more sequences");
+        } else {
+            for (int i = 0; i < n && !st; i++) {
+                group one = {.n = 1};
+                one.tok[0] = g->tok[i];
+                one.len[0] = g->len[i];
+                mla_dump *solo[1] = {0};
+                if ((st = drive(r, m, engine, prof, is_cand, &one, &dp, solo))) {
+                    verdict_error(r, check, "prefill", st);
+                    break;
+                }
+                compare_group(r, check, "prefill", &pre[i], solo, 1, 0);
+                dumps_free(solo, 1);
+                if (need_dec) {
+                    if ((st = drive(r, m, engine, prof, is_cand, &one, &dd, solo))) {
+                        verdict_error(r, check, "decode", st);
+                        break;
+                    }
+                    compare_group(r, check, "decode", &dec[i], solo, 1, 0);
+                    dumps_free(solo, 1);
+                }
+            }
+            st = MLA_OK;
+        }
+    }
+    if (case_has(cs, MLA_CHECK_SPLIT_INVARIANCE) && need_dec) {
+        /* decode with a single KV split (no LSE combine) against the engine's own split choice */
+        check_name(check, sizeof check, "split-invariance", engine);
+        r->kv_splits = 1;
+        st = drive(r, m, engine, prof, is_cand, g, &dd, tmp);
+        r->kv_splits = 0;
+        if (st) verdict_error(r, check, "decode", st);
+        else compare_group(r, check, "decode", dec, tmp, n, 0);
+        dumps_free(tmp, n);
+        st = MLA_OK;
     }
     if (case_has(cs, MLA_CHECK_FP8_VS_BF16)) {
         check_name(check, sizeof check, "fp8-vs-bf16", engine);

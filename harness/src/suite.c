@@ -612,8 +612,10 @@ static mla_status case_validate(const parser *p, const mla_suite_case *c, unsign
     if (strcmp(c->against, "golden") != 0 && strcmp(c->against, "ref-fp64") != 0) {
         int found = 0;
         for (int i = 0; i < c->n_engines; i++) found |= strcmp(c->engines[i], c->against) == 0;
+        /* the reference engine is always available as a baseline */
+        found |= strcmp(c->against, "ref") == 0 || strcmp(c->against, "gpu") == 0;
         if (!found)
-            return perr(p, c->line, "case '%s': against = '%s'; expected golden, ref-fp64 or one of its engines",
+            return perr(p, c->line, "case '%s': against = '%s'; expected golden, ref-fp64, ref, gpu or one of its engines",
                         c->name, c->against);
     }
     if (mla_suite_case_has_check(c, MLA_CHECK_SWEEP) && c->n_kv_lens == 0)
@@ -621,8 +623,10 @@ static mla_status case_validate(const parser *p, const mla_suite_case *c, unsign
     if ((mla_suite_case_has_check(c, MLA_CHECK_CHUNKED_VS_WHOLE) || mla_suite_case_has_path(c, MLA_SUITE_PATH_CHUNKED)) &&
         c->chunk <= 0)
         return perr(p, c->line, "case '%s': chunked prefill needs 'chunk'", c->name);
-    if (mla_suite_case_has_check(c, MLA_CHECK_CROSS_ENGINE) && c->n_engines < 2)
-        return perr(p, c->line, "case '%s': check 'cross-engine' needs at least two engines", c->name);
+    if (mla_suite_case_has_check(c, MLA_CHECK_CROSS_ENGINE) && c->n_engines < 2 &&
+        !(c->n_engines == 1 && strcmp(c->against, c->engines[0]) != 0 && strcmp(c->against, "golden") != 0))
+        return perr(p, c->line, "case '%s': check 'cross-engine' needs two engines or 'against' naming another",
+                    c->name);
     if (mla_suite_case_has_check(c, MLA_CHECK_FP8_VS_BF16)) {
         int fp8 = mla_suite_case_has_profile(c, MLA_PROFILE_FP8KV) || mla_suite_case_has_profile(c, MLA_PROFILE_FP8DS) ||
                   mla_suite_case_has_profile(c, MLA_PROFILE_FP8W);

@@ -56,7 +56,9 @@ typedef enum {
     X(MLA_CHECK_DETERMINISM, "determinism", "the same run twice, bitwise")                       \
     X(MLA_CHECK_FP8_VS_BF16, "fp8-vs-bf16", "each fp8 profile against bf16")                      \
     X(MLA_CHECK_NOISE_FLOOR, "noise-floor", "error vs fp64 within k times the bf16 reference's")  \
-    X(MLA_CHECK_SWEEP, "sweep", "decode against prefill along kv_lens")
+    X(MLA_CHECK_SWEEP, "sweep", "decode against prefill along kv_lens")                          \
+    X(MLA_CHECK_BATCH_INVARIANCE, "batch-invariance", "each sequence alone against the same sequence in the batch") \
+    X(MLA_CHECK_SPLIT_INVARIANCE, "split-invariance", "decode with one KV split against the engine's own choice")
 
 typedef enum {
 #define MLA_SUITE_CHECK_ENUM(e, n, d) e,

@@ -1,0 +1,39 @@
+#!/bin/bash
+# device_suite.sh: on the lent GPU machine, build mlacheck with the GPU engine and run the gpu suite,
+# the injected faults on the GPU engine and (with --long) the kv-8192 suite. The report folder comes
+# back as $OUT/gpu-report.tgz. Run from the repository root through the device tool, carry [".deps"].
+set -u -o pipefail
+OUTDIR=${OUT:-/tmp}
+D=$PWD/.deps
+export LD_LIBRARY_PATH="$D/lib:$D/hdf5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -f $D/lib/libopenblas.so.0.xz ] && [ ! -f $D/lib/libopenblas.so.0 ]; then
+    xz -dkc $D/lib/libopenblas.so.0.xz >$D/lib/libopenblas.so.0 2>/dev/null ||
+        python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' \
+            $D/lib/libopenblas.so.0.xz $D/lib/libopenblas.so.0
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+H5=""
+[ -f /usr/include/hdf5.h ] || [ -d /usr/include/hdf5 ] || H5="-DMLA_HDF5_ROOT=$D/hdf5"
+cmake -S . -B build-gpu -G Ninja -DMLA_GPU=cuda -DMLA_DEPS_DIR=$D $H5 -DCMAKE_BUILD_RPATH="$D/lib;$D/hdf5/lib" \
+    >"$OUTDIR/configure.log" 2>&1 || { tail -30 "$OUTDIR/configure.log"; exit 1; }
+cmake --build build-gpu -j16 --target mlacheck mla_gpu_check >"$OUTDIR/build.log" 2>&1 ||
+    { grep -E "error|warning" "$OUTDIR/build.log" | head -40; exit 1; }
+echo "build: $(grep -ci 'warning' "$OUTDIR/build.log") warning lines"
+M=./build-gpu/harness/mlacheck
+ldd $M | grep "not found"
+$M list | head -3
+R=results/device
+rm -rf $R && mkdir -p $R
+t0=$(date +%s)
+$M run --suite gpu --results $R 2>&1 | tee "$OUTDIR/gpu-suite.log" | head -60
+echo "gpu suite: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+for f in rope-pairing causal-off-by-one no-mscale fp8-q-saturation routed-scaling lse-bf16; do
+    $M run --suite gpu --case tiny-v3-faults --engine gpu --inject $f --quiet --results $R/faults >"$OUTDIR/fault.log" 2>&1
+    echo "fault $f: exit $? $(grep -m1 -o 'first divergence: [^|]*' "$OUTDIR/fault.log" | head -1 | cut -c1-160)"
+done
+if [ "${1:-}" = "--long" ]; then
+    t0=$(date +%s)
+    $M run --suite gpu-long --results $R 2>&1 | head -20
+    echo "gpu-long suite: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+fi
+tar czf "$OUTDIR/gpu-report.tgz" $R
