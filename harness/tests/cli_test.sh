@@ -71,15 +71,19 @@ bad-input)
     grep -q "trunc.h5" "$TMP/out" || fail "truncated file not named: $(cat $TMP/out)"
     printf 'not hdf5' >"$TMP/junk.h5"
     expect_code 2 "$MLA" compare "$TMP/junk.h5" "$TMP/g.h5"
-    if python3 -c 'import h5py' 2>/dev/null; then
-        cp "$TMP/g.h5" "$TMP/v.h5"
-        python3 -c "import h5py,numpy; f=h5py.File('$TMP/v.h5','r+'); f['meta'].attrs['schema_version']=numpy.int32(99)"
+    PY=""
+    for p in python3 /usr/bin/python3; do "$p" -c 'import h5py' 2>/dev/null && { PY=$p; break; }; done
+    if [ -n "$PY" ]; then
+        # a file written by another schema version (a fresh, consistent file; not an edit in place)
+        "$PY" -c "import h5py,numpy; s=h5py.File('$TMP/g.h5','r'); d=h5py.File('$TMP/v.h5','w'); [s.copy(k, d) for k in s]; d['meta'].attrs['schema_version']=numpy.int32(99)"
         expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/v.h5"
         grep -qi "version" "$TMP/out" || fail "schema version not named: $(cat $TMP/out)"
         cp "$TMP/g.h5" "$TMP/c.h5"
-        python3 -c "import h5py; f=h5py.File('$TMP/c.h5','r+'); d=f['layers/1/out']; a=d[...]; a[0,0]+=1; d[...]=a"
+        "$PY" -c "import h5py; f=h5py.File('$TMP/c.h5','r+'); d=f['layers/1/out']; a=d[...]; a[0,0]+=1; d[...]=a"
         expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/c.h5"
-        grep -qi "checksum" "$TMP/out" || fail "checksum not reported: $(cat $TMP/out)"
+        grep -qi "crc32 of the data" "$TMP/out" || fail "checksum not reported: $(cat $TMP/out)"
+    else
+        echo "no h5py: the schema-version and checksum cases were not run"
     fi
     ;;
 faults)
