@@ -40,6 +40,11 @@ void mla_rep_free(mla_rep_run *r)
     if (!r) return;
     for (size_t i = 0; i < r->n_rows; i++) row_clear(&r->rows[i]);
     for (size_t i = 0; i < r->n_checks; i++) check_clear(&r->checks[i]);
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        free(r->inputs[i]);
+        free(r->input_texts[i]);
+    }
+    free(r->inputs); free(r->input_texts);
     free(r->rows); free(r->checks); free(r->kl);
     free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
     free(r);
@@ -625,6 +630,39 @@ static mla_status render(mla_rep_run *r, const char *dir, int with_junit)
     return write_html(r, dir);
 }
 
+mla_status mla_rep_add_input(mla_rep_run *r, const char *name, const char *text)
+{
+    for (size_t i = 0; i < r->n_inputs; i++)
+        if (!strcmp(r->inputs[i], name)) return MLA_OK; /* first failure of a case is enough */
+    char **a = realloc(r->inputs, (r->n_inputs + 1) * sizeof *a);
+    if (!a) return mla_errorf(MLA_ERR_NOMEM, "report: failing inputs");
+    r->inputs = a;
+    char **b = realloc(r->input_texts, (r->n_inputs + 1) * sizeof *b);
+    if (!b) return mla_errorf(MLA_ERR_NOMEM, "report: failing inputs");
+    r->input_texts = b;
+    r->inputs[r->n_inputs] = strdup(name);
+    r->input_texts[r->n_inputs] = strdup(text);
+    if (!r->inputs[r->n_inputs] || !r->input_texts[r->n_inputs]) return mla_errorf(MLA_ERR_NOMEM, "report: inputs");
+    r->n_inputs++;
+    return MLA_OK;
+}
+
+static mla_status write_inputs(const mla_rep_run *r, const char *dir)
+{
+    if (!r->n_inputs) return MLA_OK;
+    char path[4400];
+    if (mla_rep_pathf(path, sizeof path, "%s/failures", dir)) return MLA_ERR_INVALID;
+    if (mkdir(path, 0755) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (mla_rep_pathf(path, sizeof path, "%s/failures/%s.txt", dir, r->inputs[i])) return MLA_ERR_INVALID;
+        FILE *f = fopen(path, "w");
+        if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        fputs(r->input_texts[i], f);
+        if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    }
+    return MLA_OK;
+}
+
 mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, size_t n)
 {
     if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_finish: NULL run");
@@ -639,6 +677,7 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     mla_status st = render(r, tmp, 1); /* plots first: the note they leave goes into the JSON */
     if (st == MLA_OK) st = write_tsv(r, tmp);
     if (st == MLA_OK) st = write_json(r, tmp);
+    if (st == MLA_OK) st = write_inputs(r, tmp);
     if (st == MLA_OK && rename(tmp, final) != 0)
         st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
     if (st != MLA_OK) {

@@ -50,6 +50,9 @@ struct mla_rep_run {
     double *kl;
     size_t n_kl, cap_kl;
     char note[512];
+    char **inputs;        /* failures/<name>.txt: the exact inputs of failing cases */
+    char **input_texts;
+    size_t n_inputs;
 };
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a

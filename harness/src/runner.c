@@ -268,6 +268,36 @@ static mla_drive_opts path_opts(const run_state *r, mla_path p)
     return d;
 }
 
+/* Saves what reproduces a failing comparison: the case, profile, path, engine options and tokens. */
+static void save_input(run_state *r, const char *check, const char *path, const mla_dump *d)
+{
+    if (!r->rep || !d || !d->tokens) return;
+    char name[200];
+    snprintf(name, sizeof name, "%s-%s-%s-%s", r->cs->name, check, r->profile, path);
+    for (char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            *p = '_';
+    int64_t n = d->tokens->shape[0];
+    size_t cap = 1024 + (size_t)n * 12;
+    char *t = malloc(cap);
+    if (!t) return;
+    size_t k = (size_t)snprintf(t, cap,
+                                "# mlacheck failing inputs: suite %s, case %s, check %s, profile %s, path %s\n"
+                                "# model %s, block_size %d, prefill_len %d, chunk %d, faults 0x%x\n"
+                                "# replay: mlacheck dump --model %s --profile %s --path %s --prefill-len %d "
+                                "--block-size %d --tokens $(grep -v '^#' THIS_FILE) --out x.h5\n",
+                                r->suite->name, r->cs->name, check, r->profile, path, r->cs->model,
+                                r->cs->block_size > 0 ? r->cs->block_size : 64, r->cs->prefill_len, r->cs->chunk,
+                                r->o->faults | r->cs->faults, r->cs->model, r->profile,
+                                strcmp(path, "chunked") == 0 ? "chunked" : strcmp(path, "decode") == 0 ? "decode" : "prefill",
+                                r->cs->prefill_len, r->cs->block_size > 0 ? r->cs->block_size : 64);
+    for (int64_t i = 0; i < n && k + 12 < cap; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s%d", i ? "," : "", ((const int32_t *)d->tokens->data)[i]);
+    snprintf(t + k, cap - k, "\n");
+    mla_rep_add_input(r->rep, name, t);
+    free(t);
+}
+
 /* Compare dumps a[i] vs b[i] of a group under one check name; rows go to the report. */
 static void compare_group(run_state *r, const char *check, const char *path, mla_dump **a, mla_dump **b, int n,
                           int bitwise)
@@ -281,6 +311,7 @@ static void compare_group(run_state *r, const char *check, const char *path, mla
             verdict_error(r, check, path, st);
             continue;
         }
+        if (res.n_failed) save_input(r, check, path, b[i]);
         char extra[96] = "";
         if (res.flipped_tokens) snprintf(extra, sizeof extra, "%lld routing flips masked", (long long)res.flipped_tokens);
         verdict_note(r, check, path, &res, extra[0] ? extra : NULL);

@@ -50,6 +50,9 @@ mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *row);
 mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *check, const char *profile,
                              const char *path, mla_rep_verdict v, const char *message, int first_layer,
                              const char *first_tap);
+/* The exact inputs of a failing case, written as failures/<name>.txt (name: letters, digits, '-', '_');
+ * the first text per name is kept. */
+mla_status mla_rep_add_input(mla_rep_run *r, const char *name, const char *text);
 /* One logits KL divergence (per token), for the histogram. */
 mla_status mla_rep_add_kl(mla_rep_run *r, double kl);
 
