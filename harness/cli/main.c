@@ -21,7 +21,8 @@ static void usage(FILE *f)
           "  bisect   RESULTS_DIR [--git]\n"
           "  report   RESULTS_DIR\n"
           "  list\n"
-          "  ops      [--engine plugin:lib.so] [--suite ops-smoke|ops-full]\n",
+          "  ops      [--engine plugin:lib.so] [--suite ops-smoke|ops-full]\n"
+          "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n",
           f);
 }
 
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cli_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
