@@ -1,5 +1,6 @@
 /* engine.c: the reference backend (the vtable of backend.h). The forward pass is a flat list of
  * op calls per layer; taps of the last call are kept in f64 (topk_ids in i32). */
+#include "mla/ref_hook.h"
 #include "ref_internal.h"
 
 #include <stdlib.h>
@@ -24,7 +25,10 @@ static mla_status ref_create(void **out)
 
 static int ref_supports(void *ctx, mla_feature f)
 {
-    (void)ctx;
+    const ref_engine *e = ctx;
+    if (e && e->c.attn_ops && f >= MLA_FEAT_PROFILE_FP64 && f < MLA_FEAT_PROFILE_FP64 + MLA_PROFILE_COUNT)
+        return ref_attn_delegate_supports(e->c.attn_ops, (mla_profile)(f - MLA_FEAT_PROFILE_FP64));
+    if (e && e->c.attn_ops && f == MLA_FEAT_FAULTS) return 0; /* mask/scale faults live in attention.c */
     return f < MLA_FEAT_COUNT;
 }
 
@@ -217,6 +221,17 @@ static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const
     for (int s = 0, t0 = 0; s < b->n_seqs; t0 += b->n_new[s], s++) {
         int seq = b->seq_ids[s], n = b->n_new[s];
         int64_t np = b->n_past[s];
+        if (c->attn_ops) { /* hybrid: the operator reads the new rows from the cache too */
+            for (int i = 0; i < n; i++)
+                if ((st = ref_cache_write(c, l, seq, np + i, kv_c + (t0 + i) * C, k_pe + (t0 + i) * R)))
+                    goto done;
+            st = absorbed ? ref_attn_mqa_delegate(c, l, seq, np, n, q + t0 * H * Dqk, q_abs + t0 * H * C,
+                                                  core + t0 * H * V, lse + t0 * H)
+                          : ref_attn_mha_delegate(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C,
+                                                  k_pe + t0 * R, core + t0 * H * V, lse + t0 * H);
+            if (st) goto done;
+            continue;
+        }
         if (!absorbed)
             ref_attn_mha(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C, k_pe + t0 * R,
                          core + t0 * H * V, lse + t0 * H);
@@ -342,3 +357,19 @@ static const mla_backend_ops ref_ops = {
 };
 
 const mla_backend_ops *mla_ref_backend(void) { return &ref_ops; }
+
+mla_status mla_ref_set_attn_ops(void *ctx, const mla_attn_ops *ops)
+{
+    ref_engine *e = ctx;
+    if (!e) return mla_errorf(MLA_ERR_INVALID, "reference: set_attn_ops: context is NULL");
+    if (ops) {
+        if (ops->abi_version != MLA_ATTN_ABI_VERSION)
+            return mla_errorf(MLA_ERR_VERSION, "reference: attention operator %s: ABI version %u, expected %d",
+                              ops->name ? ops->name : "?", (unsigned)ops->abi_version, MLA_ATTN_ABI_VERSION);
+        if (!ops->supports || !ops->mqa || !ops->mha)
+            return mla_errorf(MLA_ERR_FORMAT, "reference: attention operator %s: a hybrid engine needs "
+                              "supports, mqa and mha (one is NULL)", ops->name ? ops->name : "?");
+    }
+    e->c.attn_ops = ops;
+    return MLA_OK;
+}

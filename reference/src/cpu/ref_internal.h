@@ -3,6 +3,7 @@
 #ifndef MLA_REF_INTERNAL_H
 #define MLA_REF_INTERNAL_H
 
+#include "mla/attn_op.h"
 #include "mla/backend.h"
 #include "mla/quant.h"
 
@@ -44,6 +45,7 @@ typedef struct ref_ctx {
     int32_t *seq_len;      /* [max_seqs] tokens cached per sequence */
     mla_tensor *taps[MLA_TAP_COUNT]; /* global taps of the last call */
     mla_tensor **ltaps;    /* [L * MLA_TAP_COUNT] */
+    const mla_attn_ops *attn_ops; /* non-NULL: attention core delegated (ref_hook.h, attn_delegate.c) */
 } ref_ctx;
 
 /* ---- rounding at storage points ---- */
@@ -90,6 +92,16 @@ void ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t 
                   double *q_abs, double *core, double *lse);
 /* Softmax scale with the fault applied. */
 double ref_softmax_scale(const ref_ctx *c);
+
+/* ---- delegated attention (attn_delegate.c): same contracts as above, through c->attn_ops.
+ * Both read the new tokens' rows from the cache, so the caller writes them first. ---- */
+mla_status ref_attn_mha_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
+                                 const double *q, const double *kv_c_new, const double *k_pe_new,
+                                 double *core, double *lse);
+mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
+                                 const double *q, double *q_abs, double *core, double *lse);
+/* 1 when c->attn_ops can serve profile p (its cache format and both entries). */
+int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p);
 
 /* ---- MoE (moe.c) ---- */
 /* x[T,D] -> y[T,D]; router_logits[T,E], ids[T,K], weights[T,K]. */
