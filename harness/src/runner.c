@@ -558,8 +558,6 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
             const mla_rule_limits *kl = mla_rules_match(r->rules, "noise-floor-k", r->profile, check);
             double k = kl && kl->max_rel > 0 ? kl->max_rel : 3.0;
             for (int i = 0; i < n; i++) {
-                mla_dcmp_ctx c = {.rules = r->rules, .case_name = cs->name, .check = "noise-probe",
-                                  .profile = r->profile, .path = "prefill", .kv_len = -1, .quiet = 1};
                 mla_dcmp_result res = {0};
                 int bad = 0;
                 char why[320] = "";
@@ -593,7 +591,6 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
                             snprintf(res.first_why, sizeof res.first_why, "%s", why);
                         }
                     }
-                (void)c;
                 verdict_note(r, check, "prefill", &res, NULL);
             }
         }

@@ -36,7 +36,7 @@ typedef enum {
     X(MLA_FAULT_ROPE_PAIRING, "rope-pairing", "RoPE on half-split pairs instead of interleaved") \
     X(MLA_FAULT_CAUSAL_OFF_BY_ONE, "causal-off-by-one", "causal mask lets a query see the next key") \
     X(MLA_FAULT_NO_MSCALE, "no-mscale", "softmax scale without the YaRN mscale^2")          \
-    X(MLA_FAULT_FP8_Q_SATURATION, "fp8-q-saturation", "decode query clamped to the e4m3 range at scale 1/16") \
+    X(MLA_FAULT_FP8_Q_SATURATION, "fp8-q-saturation", "decode query cast to e4m3 (scale 1, saturating) where it should stay bf16") \
     X(MLA_FAULT_ROUTED_SCALING, "routed-scaling", "routed_scaling_factor not applied")     \
     X(MLA_FAULT_LSE_BF16, "lse-bf16", "log-sum-exp rounded to bf16 before merging")
 

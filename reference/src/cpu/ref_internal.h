@@ -108,8 +108,6 @@ int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p);
 void ref_moe(const ref_ctx *c, const ref_layer *lw, const double *x, int64_t T, double *router_logits,
              int32_t *ids, double *weights, double *y);
 
-
-
 /* ---- weights (weights.c) ---- */
 mla_status ref_layer_load(ref_ctx *c, int l);
 void ref_layer_release(ref_ctx *c, int l);
