@@ -393,12 +393,16 @@ static void sweep_group(run_state *r, const char *check, mla_dump **pre, mla_dum
 {
     const mla_suite_case *cs = r->cs;
     for (int i = 0; i < g->n; i++) {
-        int first_bad = -1;
+        int first_bad = -1, prev = 0;
         for (int k = 0; k < cs->n_kv_lens; k++) {
             int kv = cs->kv_lens[k];
             if (kv < 1 || kv > g->len[i]) continue;
+            /* the decoded positions since the previous length: a window, so that the routing-flip
+             * fraction and the error statistics are over more than one token */
+            int lo = prev > kv - 1 || prev == 0 ? kv - 1 : prev;
+            prev = kv;
             mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = cs->name, .check = check,
-                              .profile = r->profile, .path = "decode", .row_lo = kv - 1, .row_hi = kv,
+                              .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
                               .kv_len = kv};
             /* record only the end-of-layer taps per length, to keep metrics.tsv readable */
             mla_dcmp_result res;
