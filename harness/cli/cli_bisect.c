@@ -4,6 +4,11 @@
  * inputs that still agreed. For bisecting commits, use `git bisect run mlacheck run --git-bisect`. */
 #include "cli.h"
 
+#include "mlacheck/driver.h"
+#include "mlacheck/dumpcmp.h"
+#include "mlacheck/h5io.h"
+
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,72 @@ static const char *tap_op(const char *tap)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(map[i][0], tap)) return map[i][1];
     return "?";
+}
+
+/* Replays one saved failure (failures/<name>.txt + .h5) through the reference under each known fault
+ * hypothesis; a hypothesis that reproduces the candidate's dump within the rules names the op. */
+static void replay_failure(const char *dir, const char *name, const mla_rules *rules)
+{
+    char txt[1400], h5[1400], model[256] = "", profile[16] = "", path[16] = "", check[96] = "";
+    int block = 64, prefill_len = 1, chunk = 7;
+    snprintf(txt, sizeof txt, "%s/failures/%s.txt", dir, name);
+    snprintf(h5, sizeof h5, "%s/failures/%s.h5", dir, name);
+    FILE *f = fopen(txt, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *p;
+        if (!strncmp(line, "# mlacheck failing inputs:", 26) && (p = strstr(line, ", check ")))
+            sscanf(p, ", check %95[^,], profile %15[^,], path %15s", check, profile, path);
+        if (!strncmp(line, "# model ", 8) && (p = line))
+            sscanf(p, "# model %255[^,], block_size %d, prefill_len %d, chunk %d", model, &block, &prefill_len, &chunk);
+    }
+    fclose(f);
+    mla_dump *cand = NULL;
+    mla_model *m = NULL;
+    mla_path pth;
+    mla_profile prof;
+    if (mla_path_from_name(path, &pth) || mla_profile_from_name(profile, &prof) || mla_h5_read(h5, &cand) ||
+        !cand->tokens || mla_model_open(model, &m)) {
+        printf("  replay %s: cannot replay (%s)\n", name, mla_last_error());
+        mla_dump_free(cand);
+        return;
+    }
+    int n = (int)cand->tokens->shape[0];
+    const int32_t *tp[1] = {cand->tokens->data};
+    mla_drive_opts d = {.path = pth, .prefill_len = prefill_len, .chunk = chunk};
+    char *at = strchr(check, '@');
+    if (at) *at = 0; /* replay against the reference's own budget for this check */
+    int found = 0;
+    for (int h = -1; h < MLA_FAULT_COUNT && !found; h++) {
+        mla_run_opts ro;
+        mla_run_opts_default(&ro);
+        ro.profile = prof;
+        ro.max_seqs = 1;
+        ro.max_seq_len = n + 1;
+        ro.block_size = block;
+        ro.faults = h < 0 ? 0 : 1u << h;
+        mla_engine e;
+        mla_dump *ref = NULL;
+        if (mla_engine_open("ref", m, &ro, &e)) break;
+        mla_status st = mla_drive(&e, mla_model_config(m), 1, tp, &n, &d, &ref);
+        mla_engine_close(&e);
+        if (st) break;
+        mla_dcmp_ctx c = {.rules = rules, .check = check, .profile = profile, .path = path, .kv_len = -1};
+        mla_dcmp_result res;
+        if (mla_dcmp(&c, ref, cand, &res) == MLA_OK && res.n_failed == 0 && res.n_compared > 0) {
+            found = 1;
+            if (h < 0)
+                printf("  replay: the reference reproduces the candidate on these inputs (a flaky or order-dependent failure?)\n");
+            else
+                printf("  replay: reproduced by the reference with fault '%s' (%s): that is the op at fault\n",
+                       mla_fault_name(h), mla_fault_description(h));
+        }
+        mla_dump_free(ref);
+    }
+    if (!found) printf("  replay: no known fault reproduces the candidate; the op is the one named above\n");
+    mla_dump_free(cand);
+    mla_model_free(m);
 }
 
 int cli_bisect(int argc, char **argv)
@@ -84,6 +155,27 @@ int cli_bisect(int argc, char **argv)
     if (!nfail) {
         printf("no failing comparisons in %s\n", path);
         return CLI_EXIT_PASS;
+    }
+    if (argc > 2 && !strcmp(argv[2], "--replay")) {
+        char fd[1200], sd[1024], rp[1100];
+        snprintf(fd, sizeof fd, "%s/failures", argv[1]);
+        snprintf(rp, sizeof rp, "%s/rules.tol", cli_dir("suites", sd, sizeof sd));
+        mla_rules *rules = NULL;
+        DIR *dd = opendir(fd);
+        if (dd && mla_rules_load(rp, &rules) == MLA_OK) {
+            printf("replaying saved failures (%s) through the reference under each known fault:\n", fd);
+            struct dirent *de;
+            while ((de = readdir(dd))) {
+                size_t l = strlen(de->d_name);
+                if (l < 4 || strcmp(de->d_name + l - 3, ".h5")) continue;
+                char name[256];
+                snprintf(name, sizeof name, "%.*s", (int)(l - 3), de->d_name);
+                printf("failure %s:\n", name);
+                replay_failure(argv[1], name, rules);
+            }
+        }
+        if (dd) closedir(dd);
+        mla_rules_free(rules);
     }
     return CLI_EXIT_FAIL;
 }

@@ -45,6 +45,12 @@ void mla_rep_free(mla_rep_run *r)
         free(r->input_texts[i]);
     }
     free(r->inputs); free(r->input_texts);
+    for (size_t i = 0; i < r->n_input_files; i++) {
+        unlink(r->input_files[i]); /* still there only when finish did not run */
+        free(r->input_files[i]);
+        free(r->input_file_names[i]);
+    }
+    free(r->input_files); free(r->input_file_names);
     free(r->rows); free(r->checks); free(r->kl);
     free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
     free(r);
@@ -647,12 +653,36 @@ mla_status mla_rep_add_input(mla_rep_run *r, const char *name, const char *text)
     return MLA_OK;
 }
 
+mla_status mla_rep_add_input_file(mla_rep_run *r, const char *name, const char *src)
+{
+    char **a = realloc(r->input_files, (r->n_input_files + 1) * sizeof *a);
+    if (!a) return mla_errorf(MLA_ERR_NOMEM, "report: failing inputs");
+    r->input_files = a;
+    char **b = realloc(r->input_file_names, (r->n_input_files + 1) * sizeof *b);
+    if (!b) return mla_errorf(MLA_ERR_NOMEM, "report: failing inputs");
+    r->input_file_names = b;
+    r->input_files[r->n_input_files] = strdup(src);
+    r->input_file_names[r->n_input_files] = strdup(name);
+    if (!r->input_files[r->n_input_files] || !r->input_file_names[r->n_input_files])
+        return mla_errorf(MLA_ERR_NOMEM, "report: inputs");
+    r->n_input_files++;
+    return MLA_OK;
+}
+
 static mla_status write_inputs(const mla_rep_run *r, const char *dir)
 {
-    if (!r->n_inputs) return MLA_OK;
+    if (!r->n_inputs && !r->n_input_files) return MLA_OK;
     char path[4400];
     if (mla_rep_pathf(path, sizeof path, "%s/failures", dir)) return MLA_ERR_INVALID;
     if (mkdir(path, 0755) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    for (size_t i = 0; i < r->n_input_files; i++) {
+        if (mla_rep_pathf(path, sizeof path, "%s/failures/%s", dir, r->input_file_names[i])) return MLA_ERR_INVALID;
+        if (rename(r->input_files[i], path) != 0) { /* another file system: copy */
+            char cmd[9000];
+            snprintf(cmd, sizeof cmd, "cp '%s' '%s' && rm -f '%s'", r->input_files[i], path, r->input_files[i]);
+            if (system(cmd) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot move to %s", r->input_files[i], path);
+        }
+    }
     for (size_t i = 0; i < r->n_inputs; i++) {
         if (mla_rep_pathf(path, sizeof path, "%s/failures/%s.txt", dir, r->inputs[i])) return MLA_ERR_INVALID;
         FILE *f = fopen(path, "w");

@@ -53,6 +53,9 @@ struct mla_rep_run {
     char **inputs;        /* failures/<name>.txt: the exact inputs of failing cases */
     char **input_texts;
     size_t n_inputs;
+    char **input_files;   /* failures/<name>.h5 moved in at finish: the candidate's dump */
+    char **input_file_names;
+    size_t n_input_files;
 };
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define RUN_MAX_SEQS 64
 
@@ -139,6 +140,8 @@ typedef struct run_state {
     verdict v[64];
     int nv;
     int kv_splits; /* > 0: overrides the option for the next drives (split-invariance) */
+    char saved[32][200]; /* failures whose dump was kept */
+    size_t n_saved;
 } run_state;
 
 static verdict *verdict_get(run_state *r, const char *check, const char *path)
@@ -294,8 +297,21 @@ static void save_input(run_state *r, const char *check, const char *path, const 
     for (int64_t i = 0; i < n && k + 12 < cap; i++)
         k += (size_t)snprintf(t + k, cap - k, "%s%d", i ? "," : "", ((const int32_t *)d->tokens->data)[i]);
     snprintf(t + k, cap - k, "\n");
+    /* the first failure of a name also keeps the candidate's dump, for `mlacheck bisect --replay` */
+    int fresh = 1;
+    for (size_t i = 0; i < r->n_saved; i++) fresh &= strcmp(r->saved[i], name) != 0;
     mla_rep_add_input(r->rep, name, t);
     free(t);
+    if (!fresh || r->n_saved >= 32) return;
+    snprintf(r->saved[r->n_saved++], sizeof r->saved[0], "%s", name);
+    char tmp[] = "/tmp/mlacheck-failure-XXXXXX";
+    int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    close(fd);
+    char file[220];
+    snprintf(file, sizeof file, "%s.h5", name);
+    if (mla_h5_write(tmp, d) == MLA_OK) mla_rep_add_input_file(r->rep, file, tmp);
+    else unlink(tmp);
 }
 
 /* Compare dumps a[i] vs b[i] of a group under one check name; rows go to the report. */

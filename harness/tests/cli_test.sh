@@ -106,6 +106,9 @@ faults)
     expect_code 1 "$MLA" bisect "$(ls -d "$TMP"/r2/*/ | head -1)"
     grep -q "first diverging: layer 0 tap attn_core" "$TMP/out" || { cat "$TMP/out"; fail "bisect did not name layer 0 attn_core"; }
     grep -q "softmax scale" "$TMP/out" || fail "bisect did not name the op"
+    # replaying the saved failing inputs through the reference names the fault behind them
+    expect_code 1 "$MLA" bisect "$(ls -d "$TMP"/r2/*/ | head -1)" --replay
+    grep -q "reproduced by the reference with fault 'no-mscale'" "$TMP/out" || { cat "$TMP/out"; fail "replay did not name no-mscale"; }
     ;;
 git-bisect)
     # git bisect run over a scripted history where one commit introduces an error finds that commit

@@ -53,6 +53,8 @@ mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *
 /* The exact inputs of a failing case, written as failures/<name>.txt (name: letters, digits, '-', '_');
  * the first text per name is kept. */
 mla_status mla_rep_add_input(mla_rep_run *r, const char *name, const char *text);
+/* A file (the candidate's dump) moved into failures/<name> at finish. */
+mla_status mla_rep_add_input_file(mla_rep_run *r, const char *name, const char *src_path);
 /* One logits KL divergence (per token), for the histogram. */
 mla_status mla_rep_add_kl(mla_rep_run *r, double kl);
 

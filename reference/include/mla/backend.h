@@ -48,6 +48,7 @@ typedef enum {
 } mla_fault_bit;
 #define MLA_FAULT(e) (1u << (e##_BIT))
 const char *mla_fault_name(int bit);
+const char *mla_fault_description(int bit);
 int mla_fault_from_name(const char *name, unsigned *mask); /* adds the bit; 0 ok, -1 unknown */
 
 typedef enum { MLA_FP8_FN = 0, MLA_FP8_FNUZ = 1 } mla_fp8_kind;

@@ -9,6 +9,17 @@ static const char *const fault_names[MLA_FAULT_COUNT] = {
 #undef MLA_FAULT_NAME
 };
 
+static const char *const fault_descriptions[MLA_FAULT_COUNT] = {
+#define MLA_FAULT_DESC(e, n, d) d,
+    MLA_FAULT_LIST(MLA_FAULT_DESC)
+#undef MLA_FAULT_DESC
+};
+
+const char *mla_fault_description(int bit)
+{
+    return bit >= 0 && bit < MLA_FAULT_COUNT ? fault_descriptions[bit] : "?";
+}
+
 const char *mla_fault_name(int bit) { return bit >= 0 && bit < MLA_FAULT_COUNT ? fault_names[bit] : "?"; }
 
 int mla_fault_from_name(const char *name, unsigned *mask)
