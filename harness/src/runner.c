@@ -405,17 +405,18 @@ static void golden_group(run_state *r, const char *engine, const char *path, mla
 static int case_has(const mla_suite_case *c, mla_suite_check k) { return mla_suite_case_has_check(c, k); }
 
 /* Sweep: decode along the prompt, compare each decoded position (in kv_lens) to the prefill row. */
-static void sweep_group(run_state *r, const char *check, mla_dump **pre, mla_dump **dec, const group *g)
+static void sweep_group(run_state *r, const char *check, mla_dump **pre, mla_dump **dec, const group *g,
+                        int first_decoded)
 {
     const mla_suite_case *cs = r->cs;
     for (int i = 0; i < g->n; i++) {
-        int first_bad = -1, prev = 0;
+        int first_bad = -1, prev = first_decoded;
         for (int k = 0; k < cs->n_kv_lens; k++) {
             int kv = cs->kv_lens[k];
             if (kv < 1 || kv > g->len[i]) continue;
             /* the decoded positions since the previous length: a window, so that the routing-flip
              * fraction and the error statistics are over more than one token */
-            int lo = prev > kv - 1 || prev == 0 ? kv - 1 : prev;
+            int lo = prev > kv - 1 ? kv - 1 : prev;
             prev = kv;
             mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = cs->name, .check = check,
                               .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
@@ -465,7 +466,11 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
     int need_chk = mla_suite_case_has_path(cs, MLA_SUITE_PATH_CHUNKED) && case_has(cs, MLA_CHECK_CHUNKED_VS_WHOLE);
     mla_drive_opts dp = path_opts(r, MLA_PATH_PREFILL), dd = path_opts(r, MLA_PATH_DECODE),
                    dc = path_opts(r, MLA_PATH_CHUNKED);
-    if (case_has(cs, MLA_CHECK_SWEEP) && cs->n_kv_lens > 0 && cs->kv_lens[0] > 1) dd.prefill_len = cs->kv_lens[0] - 1;
+    if (case_has(cs, MLA_CHECK_SWEEP) && cs->n_kv_lens > 0 && cs->kv_lens[0] > 1) {
+        /* decode from one step before the first length, so its window holds a full step of tokens */
+        int step = cs->n_kv_lens > 1 && cs->kv_lens[1] > cs->kv_lens[0] ? cs->kv_lens[1] - cs->kv_lens[0] : 1;
+        dd.prefill_len = cs->kv_lens[0] - step > 0 ? cs->kv_lens[0] - step : 1;
+    }
     if (need_pre && (st = drive(r, m, engine, prof, is_cand, g, &dp, pre))) {
         check_name(check, sizeof check, "run", engine);
         verdict_error(r, check, "prefill", st);
@@ -496,7 +501,7 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
     }
     if (case_has(cs, MLA_CHECK_SWEEP) && need_dec) {
         check_name(check, sizeof check, "sweep", engine);
-        sweep_group(r, check, pre, dec, g);
+        sweep_group(r, check, pre, dec, g, dd.prefill_len);
     }
     if (case_has(cs, MLA_CHECK_ABSORBED_VS_NAIVE)) {
         mla_drive_opts da = dp;
