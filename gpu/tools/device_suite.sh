@@ -1,7 +1,8 @@
 #!/bin/bash
 # device_suite.sh: on the lent GPU machine, build mlacheck with the GPU engine and run the gpu suite,
 # the injected faults on the GPU engine and (with --long) the kv-8192 suite. The report folder comes
-# back as $OUT/gpu-report.tgz. Run from the repository root through the device tool, carry [".deps"].
+# back as $OUT/gpu-report.tgz. Run from the repository root through the device tool, carry [".deps"]
+# (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
 D=$PWD/.deps
