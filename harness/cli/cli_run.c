@@ -88,10 +88,13 @@ static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const 
     if (st) {
         fprintf(stderr, "mlacheck: %s\n", mla_last_error());
         code = cli_exit_for(st);
-    } else if (tot.error && tot.first_error[0] && !tot.pass && !tot.fail) {
-        code = CLI_EXIT_ENGINE;
+    } else if (tot.fail && tot.error >= tot.fail) {
+        /* every failure was an error, none a comparison: bad input (2) or the engine (3) */
+        mla_status e = tot.first_error_status;
+        code = (e == MLA_ERR_DEVICE || e == MLA_ERR_NOMEM || e == MLA_ERR_NONFINITE) ? CLI_EXIT_ENGINE
+                                                                                      : CLI_EXIT_USAGE;
     } else if (tot.fail) {
-        code = tot.error == tot.fail && strstr(tot.first_error, "device") ? CLI_EXIT_ENGINE : CLI_EXIT_FAIL;
+        code = CLI_EXIT_FAIL;
     } else if (tot.pass == 0) {
         code = CLI_EXIT_SKIP;
     } else {

@@ -187,8 +187,10 @@ static void verdict_error(run_state *r, const char *check, const char *path, mla
         snprintf(v->msg, sizeof v->msg, "error: %s: %s", mla_strerror(st), mla_last_error());
     }
     r->tot->error++;
-    if (!r->tot->first_error[0])
+    if (!r->tot->first_error[0]) {
+        r->tot->first_error_status = st;
         snprintf(r->tot->first_error, sizeof r->tot->first_error, "%s: %s", mla_strerror(st), mla_last_error());
+    }
 }
 
 static void verdict_skip(run_state *r, const char *check, const char *path, const char *why)

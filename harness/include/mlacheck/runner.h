@@ -23,7 +23,8 @@ typedef struct mla_runner_opts {
 } mla_runner_opts;
 
 typedef struct mla_runner_totals {
-    int pass, fail, skip, error;
+    int pass, fail, skip, error; /* error: failed checks whose cause was an error, not a comparison */
+    mla_status first_error_status;
     char first_error[512];
 } mla_runner_totals;
 
