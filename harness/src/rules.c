@@ -177,31 +177,9 @@ mla_status mla_rules_load(const char *path, mla_rules **out)
     FILE *f = fopen(path, "rb");
     if (!f) return mla_errorf(errno == ENOENT ? MLA_ERR_NOT_FOUND : MLA_ERR_IO, "%s: cannot open rules: %s", path, strerror(errno));
     char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 16384;
-            char *nt = realloc(text, cap);
-            if (!nt) {
-                free(text);
-                fclose(f);
-                return mla_errorf(MLA_ERR_NOMEM, "%s: out of memory", path);
-            }
-            text = nt;
-        }
-        size_t got = fread(text + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(text);
-        return mla_errorf(MLA_ERR_IO, "%s: read error", path);
-    }
-    text[len] = '\0';
-    mla_status st = strlen(text) == len ? mla_rules_parse(text, path, out)
-                                        : mla_errorf(MLA_ERR_FORMAT, "%s: contains a NUL byte; expected text", path);
+    mla_status st = mla_suite_read_text(f, path, &text);
+    if (st != MLA_OK) return st;
+    st = mla_rules_parse(text, path, out);
     free(text);
     return st;
 }

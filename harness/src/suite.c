@@ -800,30 +800,11 @@ mla_status mla_suite_parse(const char *text, const char *origin, mla_suite **out
     return MLA_OK;
 }
 
-mla_status mla_suite_load(const char *dir, const char *name, mla_suite **out)
+mla_status mla_suite_read_text(FILE *f, const char *path, char **out)
 {
-    if (!name || !out) return mla_errorf(MLA_ERR_INVALID, "mla_suite_load: NULL argument");
-    char path[4096];
-    size_t nl = strlen(name), el = strlen(MLA_SUITE_EXT);
-    int is_path = nl > el && strcmp(name + nl - el, MLA_SUITE_EXT) == 0 && strchr(name, '/');
-    if (is_path || !dir) snprintf(path, sizeof path, "%s%s", name, is_path ? "" : MLA_SUITE_EXT);
-    else snprintf(path, sizeof path, "%s/%s%s", dir, name, MLA_SUITE_EXT);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            char **names = NULL;
-            int n = 0;
-            const char *sug = NULL;
-            if (dir && mla_suite_list(dir, &names, &n) == MLA_OK) sug = mla_suite_suggest(name, (const char *const *)names, n);
-            mla_status st = mla_errorf(MLA_ERR_NOT_FOUND, "%s: no such suite%s%s%s", path, sug ? " (did you mean '" : "",
-                                       sug ? sug : "", sug ? "'?)" : "");
-            mla_suite_list_free(names, n);
-            return st;
-        }
-        return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
     char *text = NULL;
     size_t len = 0, cap = 0;
+    *out = NULL;
     for (;;) {
         if (len + 4096 + 1 > cap) {
             cap = cap ? cap * 2 : 16384;
@@ -850,8 +831,37 @@ mla_status mla_suite_load(const char *dir, const char *name, mla_suite **out)
         free(text);
         return mla_errorf(MLA_ERR_FORMAT, "%s: contains a NUL byte; expected text", path);
     }
+    *out = text;
+    return MLA_OK;
+}
+
+mla_status mla_suite_load(const char *dir, const char *name, mla_suite **out)
+{
+    if (!name || !out) return mla_errorf(MLA_ERR_INVALID, "mla_suite_load: NULL argument");
+    char path[4096];
+    size_t nl = strlen(name), el = strlen(MLA_SUITE_EXT);
+    int is_path = nl > el && strcmp(name + nl - el, MLA_SUITE_EXT) == 0 && strchr(name, '/');
+    if (is_path || !dir) snprintf(path, sizeof path, "%s%s", name, is_path ? "" : MLA_SUITE_EXT);
+    else snprintf(path, sizeof path, "%s/%s%s", dir, name, MLA_SUITE_EXT);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            char **names = NULL;
+            int n = 0;
+            const char *sug = NULL;
+            if (dir && mla_suite_list(dir, &names, &n) == MLA_OK) sug = mla_suite_suggest(name, (const char *const *)names, n);
+            mla_status st = mla_errorf(MLA_ERR_NOT_FOUND, "%s: no such suite%s%s%s", path, sug ? " (did you mean '" : "",
+                                       sug ? sug : "", sug ? "'?)" : "");
+            mla_suite_list_free(names, n);
+            return st;
+        }
+        return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    char *text = NULL;
+    mla_status st = mla_suite_read_text(f, path, &text);
+    if (st != MLA_OK) return st;
     mla_suite *s = NULL;
-    mla_status st = mla_suite_parse(text, path, &s);
+    st = mla_suite_parse(text, path, &s);
     free(text);
     if (st != MLA_OK) return st;
     /* Name = file stem. */

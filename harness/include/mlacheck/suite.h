@@ -24,6 +24,8 @@
 #define MLACHECK_SUITE_H
 
 #include "mla/backend.h" /* the fault list */
+#include <stdio.h>
+
 #include "mla/mla.h"
 #include "mla/model.h"
 
@@ -131,6 +133,10 @@ const char *mla_suite_check_what(mla_suite_check k);
 int mla_suite_check_from_name(const char *name, mla_suite_check *out); /* 0 ok, -1 unknown */
 const char *mla_suite_path_name(mla_suite_path p);
 int mla_suite_path_from_name(const char *name, mla_suite_path *out);
+
+/* Reads all of f (and closes it) into *out (NUL-terminated; caller frees); a NUL byte inside is
+ * MLA_ERR_FORMAT. path names the file in messages. Shared with rules.c. */
+mla_status mla_suite_read_text(FILE *f, const char *path, char **out);
 
 /* Levenshtein distance (bytes), for "did you mean" suggestions; shared with rules.c. */
 int mla_suite_edit_distance(const char *a, const char *b);
