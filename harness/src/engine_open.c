@@ -13,32 +13,36 @@
 #include "mla_gpu.h"
 #endif
 
+/* Unloads a refused plugin and passes the status on; the message is formed first (its arguments,
+ * read from the library, are evaluated before the call), so nothing reads unmapped memory. */
+static mla_status unload(void *h, mla_status st)
+{
+    dlclose(h);
+    return st;
+}
+
 /* An attention-only plugin (attn_op.h): its operator, ABI-checked, for a hybrid engine. */
 static mla_status plugin_attn_ops(void *h, const char *path, const mla_attn_ops **attn)
 {
     mla_attn_plugin_register_fn reg;
     *(void **)&reg = dlsym(h, MLA_ATTN_PLUGIN_SYMBOL);
     if (!reg) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: missing symbol %s (whole model, plugin.h) or %s "
-                          "(attention operator, attn_op.h)", path, MLA_PLUGIN_SYMBOL, MLA_ATTN_PLUGIN_SYMBOL);
+        return unload(h, mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: missing symbol %s (whole model, plugin.h) or %s "
+                          "(attention operator, attn_op.h)", path, MLA_PLUGIN_SYMBOL, MLA_ATTN_PLUGIN_SYMBOL));
     }
     const mla_attn_ops *o = reg(MLA_ATTN_ABI_VERSION);
     if (!o) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_VERSION, "plugin %s: refused host attention ABI version %d", path,
-                          MLA_ATTN_ABI_VERSION);
+        return unload(h, mla_errorf(MLA_ERR_VERSION, "plugin %s: refused host attention ABI version %d", path,
+                          MLA_ATTN_ABI_VERSION));
     }
     if (o->abi_version != MLA_ATTN_ABI_VERSION) {
         unsigned v = o->abi_version; /* read before dlclose unmaps it */
-        dlclose(h);
-        return mla_errorf(MLA_ERR_VERSION, "plugin %s: attention ABI version %u, expected %d", path, v,
-                          MLA_ATTN_ABI_VERSION);
+        return unload(h, mla_errorf(MLA_ERR_VERSION, "plugin %s: attention ABI version %u, expected %d", path, v,
+                          MLA_ATTN_ABI_VERSION));
     }
     if (!o->supports || !o->mqa || !o->mha) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_FORMAT, "plugin %s: a hybrid engine needs the operator's supports, mqa "
-                          "and mha (one is NULL)", path);
+        return unload(h, mla_errorf(MLA_ERR_FORMAT, "plugin %s: a hybrid engine needs the operator's supports, mqa "
+                          "and mha (one is NULL)", path));
     }
     *attn = o; /* the library stays loaded for the life of the process */
     return MLA_OK;
@@ -58,20 +62,17 @@ static mla_status plugin_ops(const char *path, const mla_backend_ops **ops, cons
     }
     const mla_backend_ops *o = reg(MLA_BACKEND_ABI_VERSION);
     if (!o) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_VERSION, "plugin %s: refused host ABI version %d", path,
-                          MLA_BACKEND_ABI_VERSION);
+        return unload(h, mla_errorf(MLA_ERR_VERSION, "plugin %s: refused host ABI version %d", path,
+                          MLA_BACKEND_ABI_VERSION));
     }
     if (o->abi_version != MLA_BACKEND_ABI_VERSION) {
         unsigned v = o->abi_version; /* read before dlclose unmaps it */
-        dlclose(h);
-        return mla_errorf(MLA_ERR_VERSION, "plugin %s: ABI version %u, expected %d", path, v,
-                          MLA_BACKEND_ABI_VERSION);
+        return unload(h, mla_errorf(MLA_ERR_VERSION, "plugin %s: ABI version %u, expected %d", path, v,
+                          MLA_BACKEND_ABI_VERSION));
     }
     if (!o->create || !o->supports || !o->load || !o->reset || !o->forward_mha || !o->forward_mqa ||
         !o->read_tap || !o->destroy) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_FORMAT, "plugin %s: vtable has a NULL required entry", path);
+        return unload(h, mla_errorf(MLA_ERR_FORMAT, "plugin %s: vtable has a NULL required entry", path));
     }
     *ops = o; /* the library stays loaded for the life of the process */
     return MLA_OK;
