@@ -64,11 +64,14 @@ static void attn_part(const double *q, const double *k, const double *v, int64_t
     int64_t *vis = malloc(REF_QBLOCK * sizeof(int64_t));
     for (int64_t i0 = 0; i0 < n; i0 += REF_QBLOCK) {
         int64_t m = n - i0 < REF_QBLOCK ? n - i0 : REF_QBLOCK;
-        ref_matmul_nt(q + i0 * dq, k, m, dq, nk, s);
-        for (int64_t i = 0; i < m * nk; i++) s[i] *= scale;
+        /* causal: no query of this block sees keys at or past vis_base + i0 + m + slack */
+        int64_t kb = vis_base < 0 ? nk : vis_base + i0 + m + slack;
+        if (kb > nk) kb = nk;
+        ref_matmul_nt(q + i0 * dq, k, m, dq, kb, s);
+        for (int64_t i = 0; i < m * kb; i++) s[i] *= scale;
         for (int64_t i = 0; i < m; i++) vis[i] = vis_base < 0 ? nk : vis_base + i0 + i + 1 + slack;
-        softmax_rows(s, m, nk, vis, lse + i0);
-        ref_matmul_nn(s, v, m, nk, dv, o + i0 * dv);
+        softmax_rows(s, m, kb, vis, lse + i0);
+        ref_matmul_nn(s, v, m, kb, dv, o + i0 * dv);
     }
     free(s);
     free(vis);
@@ -91,70 +94,101 @@ static void lse_merge(const ref_ctx *c, double *oa, double *la, const double *ob
     *la = ref_rnd32(c, log(den) + m);
 }
 
-void ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                  const double *kv_c_new, const double *k_pe_new, double *core, double *lse)
+/* Shared inputs of the per-head tasks of ref_attn_mha. */
+typedef struct {
+    const ref_ctx *c;
+    int64_t n_past, n, H, P, R, V, Dqk, W;
+    const double *q, *k_pe_new, *ctx_pe, *kv_ctx, *kv_new;
+    double scale;
+    int slack;
+    double *core, *lse;
+    int failed;
+} mha_job;
+
+/* One head: attention over the new tokens (causal), then over the context, merged by LSE. */
+static void mha_head(void *arg, int64_t h)
+{
+    mha_job *J = arg;
+    const ref_ctx *c = J->c;
+    int64_t n = J->n, n_past = J->n_past, H = J->H, P = J->P, R = J->R, V = J->V, Dqk = J->Dqk, W = J->W;
+    int64_t nmax = n_past > n ? n_past : n;
+    double *qh = calloc((size_t)(n * Dqk + 1), sizeof(double));
+    double *kh = calloc((size_t)(nmax * Dqk + 1), sizeof(double));
+    double *vh = calloc((size_t)(nmax * V + 1), sizeof(double));
+    double *oa = malloc((size_t)(n * V + 1) * sizeof(double));
+    double *ob = malloc((size_t)(n * V + 1) * sizeof(double));
+    double *la = malloc((size_t)(n + 1) * sizeof(double));
+    double *lb = malloc((size_t)(n + 1) * sizeof(double));
+    if (!qh || !kh || !vh || !oa || !ob || !la || !lb) {
+        J->failed = 1;
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) memcpy(qh + i * Dqk, J->q + (i * H + h) * Dqk, (size_t)Dqk * sizeof(double));
+    for (int64_t j = 0; j < n; j++) { /* new tokens, causal */
+        memcpy(kh + j * Dqk, J->kv_new + j * H * W + h * W, (size_t)P * sizeof(double));
+        memcpy(kh + j * Dqk + P, J->k_pe_new + j * R, (size_t)R * sizeof(double));
+        memcpy(vh + j * V, J->kv_new + j * H * W + h * W + P, (size_t)V * sizeof(double));
+    }
+    attn_part(qh, kh, vh, n, n, Dqk, V, J->scale, 0, J->slack, oa, la);
+    if (n_past > 0) {
+        for (int64_t i = 0; i < n * V; i++) oa[i] = ref_rnd(c, oa[i]);
+        for (int64_t i = 0; i < n; i++) la[i] = ref_rnd32(c, la[i]);
+        for (int64_t j = 0; j < n_past; j++) {
+            memcpy(kh + j * Dqk, J->kv_ctx + j * H * W + h * W, (size_t)P * sizeof(double));
+            memcpy(kh + j * Dqk + P, J->ctx_pe + j * R, (size_t)R * sizeof(double));
+            memcpy(vh + j * V, J->kv_ctx + j * H * W + h * W + P, (size_t)V * sizeof(double));
+        }
+        attn_part(qh, kh, vh, n, n_past, Dqk, V, J->scale, -1, 0, ob, lb);
+        for (int64_t i = 0; i < n * V; i++) ob[i] = ref_rnd(c, ob[i]);
+        for (int64_t i = 0; i < n; i++) {
+            lb[i] = ref_rnd32(c, lb[i]);
+            lse_merge(c, oa + i * V, la + i, ob + i * V, lb + i, V);
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t d = 0; d < V; d++) J->core[(i * H + h) * V + d] = ref_rnd(c, oa[i * V + d]);
+        J->lse[i * H + h] = ref_rnd32(c, la[i]);
+    }
+done:
+    free(qh); free(kh); free(vh); free(oa); free(ob); free(la); free(lb);
+}
+
+mla_status ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
+                        const double *kv_c_new, const double *k_pe_new, double *core, double *lse)
 {
     const mla_config *cf = c->cfg;
     int64_t H = cf->num_attention_heads, P = cf->qk_nope_head_dim, R = cf->qk_rope_head_dim;
-    int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, Dqk = P + R, W = P + V;
+    int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, W = P + V;
     const double *kvb = c->layers[layer].kv_b;
-    double scale = ref_softmax_scale(c);
-    int slack = ref_mask_slack(c);
-    int64_t nmax = n_past > n ? n_past : n;
 
     /* context rows from the cache (dequantized), new rows fresh */
     double *ctx_c = malloc((size_t)(n_past * C + 1) * sizeof(double));
     double *ctx_pe = malloc((size_t)(n_past * R + 1) * sizeof(double));
     double *row = malloc((size_t)(C + R) * sizeof(double));
+    double *kv_ctx = malloc((size_t)(n_past * H * W + 1) * sizeof(double));
+    double *kv_new = malloc((size_t)(n * H * W + 1) * sizeof(double));
+    mla_status st = MLA_OK;
+    if (!ctx_c || !ctx_pe || !row || !kv_ctx || !kv_new) {
+        st = mla_errorf(MLA_ERR_NOMEM, "reference attention (layer %d): %lld context rows", layer, (long long)n_past);
+        goto done;
+    }
     for (int64_t j = 0; j < n_past; j++) {
         ref_cache_read(c, layer, seq, j, row);
         memcpy(ctx_c + j * C, row, (size_t)C * sizeof(double));
         memcpy(ctx_pe + j * R, row + C, (size_t)R * sizeof(double));
     }
-    double *kv_ctx = malloc((size_t)(n_past * H * W + 1) * sizeof(double));
-    double *kv_new = malloc((size_t)(n * H * W + 1) * sizeof(double));
     ref_linear(c, ctx_c, kvb, n_past, C, H * W, 0, kv_ctx);
     ref_linear(c, kv_c_new, kvb, n, C, H * W, 0, kv_new);
-
-    double *qh = malloc((size_t)(n * Dqk) * sizeof(double));
-    double *kh = malloc((size_t)(nmax * Dqk) * sizeof(double));
-    double *vh = malloc((size_t)(nmax * V) * sizeof(double));
-    double *oa = malloc((size_t)(n * V) * sizeof(double));
-    double *ob = malloc((size_t)(n * V) * sizeof(double));
-    double *la = malloc((size_t)n * sizeof(double));
-    double *lb = malloc((size_t)n * sizeof(double));
-
-    for (int64_t h = 0; h < H; h++) {
-        for (int64_t i = 0; i < n; i++) memcpy(qh + i * Dqk, q + (i * H + h) * Dqk, (size_t)Dqk * sizeof(double));
-        /* new tokens, causal */
-        for (int64_t j = 0; j < n; j++) {
-            memcpy(kh + j * Dqk, kv_new + j * H * W + h * W, (size_t)P * sizeof(double));
-            memcpy(kh + j * Dqk + P, k_pe_new + j * R, (size_t)R * sizeof(double));
-            memcpy(vh + j * V, kv_new + j * H * W + h * W + P, (size_t)V * sizeof(double));
-        }
-        attn_part(qh, kh, vh, n, n, Dqk, V, scale, 0, slack, oa, la);
-        if (n_past > 0) {
-            for (int64_t i = 0; i < n * V; i++) oa[i] = ref_rnd(c, oa[i]);
-            for (int64_t i = 0; i < n; i++) la[i] = ref_rnd32(c, la[i]);
-            for (int64_t j = 0; j < n_past; j++) {
-                memcpy(kh + j * Dqk, kv_ctx + j * H * W + h * W, (size_t)P * sizeof(double));
-                memcpy(kh + j * Dqk + P, ctx_pe + j * R, (size_t)R * sizeof(double));
-                memcpy(vh + j * V, kv_ctx + j * H * W + h * W + P, (size_t)V * sizeof(double));
-            }
-            attn_part(qh, kh, vh, n, n_past, Dqk, V, scale, -1, 0, ob, lb);
-            for (int64_t i = 0; i < n * V; i++) ob[i] = ref_rnd(c, ob[i]);
-            for (int64_t i = 0; i < n; i++) {
-                lb[i] = ref_rnd32(c, lb[i]);
-                lse_merge(c, oa + i * V, la + i, ob + i * V, lb + i, V);
-            }
-        }
-        for (int64_t i = 0; i < n; i++) {
-            for (int64_t d = 0; d < V; d++) core[(i * H + h) * V + d] = ref_rnd(c, oa[i * V + d]);
-            lse[i * H + h] = ref_rnd32(c, la[i]);
-        }
-    }
+    mha_job J = {.c = c, .n_past = n_past, .n = n, .H = H, .P = P, .R = R, .V = V, .Dqk = P + cf->qk_rope_head_dim,
+                 .W = W, .q = q, .k_pe_new = k_pe_new, .ctx_pe = ctx_pe, .kv_ctx = kv_ctx, .kv_new = kv_new,
+                 .scale = ref_softmax_scale(c), .slack = ref_mask_slack(c), .core = core, .lse = lse};
+    ref_parallel_for(H, mha_head, &J);
+    if (J.failed)
+        st = mla_errorf(MLA_ERR_NOMEM, "reference attention (layer %d): per-head buffers for %lld tokens", layer,
+                        (long long)(n_past + n));
+done:
     free(ctx_c); free(ctx_pe); free(row); free(kv_ctx); free(kv_new);
-    free(qh); free(kh); free(vh); free(oa); free(ob); free(la); free(lb);
+    return st;
 }
 
 /* The decode query [q_absorbed | q_pe] quantized to fp8 and back, when the profile or a fault says so. */

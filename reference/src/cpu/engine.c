@@ -232,9 +232,9 @@ static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const
             if (st) goto done;
             continue;
         }
-        if (!absorbed)
-            ref_attn_mha(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C, k_pe + t0 * R,
-                         core + t0 * H * V, lse + t0 * H);
+        if (!absorbed && (st = ref_attn_mha(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C, k_pe + t0 * R,
+                                            core + t0 * H * V, lse + t0 * H)))
+            goto done;
         for (int i = 0; i < n; i++)
             if ((st = ref_cache_write(c, l, seq, np + i, kv_c + (t0 + i) * C, k_pe + (t0 + i) * R)))
                 goto done;

@@ -66,6 +66,9 @@ static void *mm_worker(void *arg)
     }
 }
 
+/* Set on threads running ref_parallel_for tasks: their matrix products run serially (same tiles). */
+static __thread int tls_in_parallel;
+
 static int ref_threads(void)
 {
     static int n = 0;
@@ -89,7 +92,7 @@ static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M,
                 .n_tiles = (N + REF_TILE_N - 1) / REF_TILE_N};
     int nt = ref_threads();
     if (nt > j.n_tiles) nt = (int)j.n_tiles;
-    if (nt <= 1 || 2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
+    if (nt <= 1 || tls_in_parallel || 2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
         for (int64_t t = 0; t < j.n_tiles; t++) mm_tile(&j, t);
         return;
     }
@@ -99,6 +102,48 @@ static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M,
     for (int i = 1; i < nt; i++)
         if (pthread_create(&th[started], NULL, mm_worker, &j) == 0) started++;
     mm_worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&j.lock);
+}
+
+typedef struct {
+    void (*fn)(void *arg, int64_t i);
+    void *arg;
+    int64_t next, n;
+    pthread_mutex_t lock;
+} par_job;
+
+static void *par_worker(void *p)
+{
+    par_job *j = p;
+    int was = tls_in_parallel;
+    tls_in_parallel = 1;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        int64_t i = j->next++;
+        pthread_mutex_unlock(&j->lock);
+        if (i >= j->n) break;
+        j->fn(j->arg, i);
+    }
+    tls_in_parallel = was;
+    return NULL;
+}
+
+void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
+{
+    par_job j = {.fn = fn, .arg = arg, .next = 0, .n = n};
+    int nt = ref_threads();
+    if (nt > n) nt = (int)n;
+    if (nt <= 1 || tls_in_parallel) {
+        for (int64_t i = 0; i < n; i++) fn(arg, i);
+        return;
+    }
+    pthread_mutex_init(&j.lock, NULL);
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 1; i < nt; i++)
+        if (pthread_create(&th[started], NULL, par_worker, &j) == 0) started++;
+    par_worker(&j);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     pthread_mutex_destroy(&j.lock);
 }

@@ -59,6 +59,9 @@ int ref_is_fp8_linear_profile(const ref_ctx *c);
 /* y[T,N] = x[T,K] . W[N,K]^T, then rounded to bf16 (profile). fp8 = 1: x is 1x128 act-quantized first. */
 void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, int64_t K, int64_t N,
                 int fp8, double *y);
+/* fn(arg, i) for i in [0, n) on the reference's threads; tasks must be independent. Matrix products
+ * inside a task run single-threaded with the same tiles, so results do not depend on the split. */
+void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 /* Plain y[M,N] = a[M,K] . b[N,K]^T (no rounding). */
 void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
 /* Plain y[M,N] = a[M,K] . b[K,N]. */
@@ -84,8 +87,8 @@ void ref_cache_read(const ref_ctx *c, int layer, int seq, int64_t pos, double *r
 /* ---- attention (attention.c) ---- */
 /* Naive form over cached context [0, n_past) + the new tokens (causal), LSE-merged.
  * q[n,H,P+R] (q_pe roped), kv_c_new[n,C], k_pe_new[n,R] -> core[n,H,V], lse[n,H]. */
-void ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                  const double *kv_c_new, const double *k_pe_new, double *core, double *lse);
+mla_status ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
+                        const double *kv_c_new, const double *k_pe_new, double *core, double *lse);
 /* Absorbed form over the paged cache rows [0, n_past+n) (the new rows already written).
  * q[n,H,P+R] -> q_abs[n,H,C], core[n,H,V], lse[n,H]. */
 void ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
