@@ -179,6 +179,14 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_combine(gpu_decode_args a)
     if (threadIdx.x == 0) a.lse[(int64_t)t * a.h + h] = logf(wsum) + mm;
 }
 
+/* Enough (token, head, split) blocks for two waves, no split under 64 keys, at most 64 splits. */
+extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm)
+{
+    int s = 1;
+    while (s < 64 && blocks * s < 2 * n_sm && max_kv / (2 * s) >= 64) s *= 2;
+    return s;
+}
+
 extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
 {
     if (a->t <= 0) return MLA_OK;

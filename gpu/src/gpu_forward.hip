@@ -172,9 +172,7 @@ static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T)
     if (c->opts.kv_splits > 0) return c->opts.kv_splits;
     int maxlen = 1;
     for (int i = 0; i < b->n_seqs; i++) maxlen = b->n_past[i] + b->n_new[i] > maxlen ? b->n_past[i] + b->n_new[i] : maxlen;
-    int blocks = T * c->cfg.num_attention_heads, s = 1;
-    while (s < 64 && blocks * s < 2 * c->n_sm && maxlen / (2 * s) >= 64) s *= 2;
-    return s;
+    return gpu_decode_splits(T * c->cfg.num_attention_heads, maxlen, c->n_sm);
 }
 
 static mla_status validate(gpu_ctx *c, const mla_batch *b)

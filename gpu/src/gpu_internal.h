@@ -211,6 +211,8 @@ typedef struct gpu_decode_args {
     int causal_plus, lse_bf16;
 } gpu_decode_args;
 mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a);
+/* KV split count the engine uses when kv_splits is 0 (blocks = decode tokens x heads). */
+int gpu_decode_splits(int blocks, int max_kv, int n_sm);
 
 #ifdef __cplusplus
 }

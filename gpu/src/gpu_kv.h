@@ -1,4 +1,5 @@
-/* gpu_kv.h: paged-cache row addressing and decoding, shared by the cache kernels and attention. */
+/* gpu_kv.h: paged-cache row addressing and decoding, shared by the cache kernels and attention (and,
+ * on the host, by the benchmark's check). */
 #ifndef MLA_GPU_KV_H
 #define MLA_GPU_KV_H
 
@@ -6,14 +7,14 @@
 #include "gpu_internal.h"
 
 /* Row of (slot, pos): slot = block_table[slot][pos / bs] * bs + pos % bs. */
-__device__ __forceinline__ const uint8_t *kv_row(const gpu_kv_desc &kv, int slot, int pos)
+MLA_HD const uint8_t *kv_row(const gpu_kv_desc &kv, int slot, int pos)
 {
     int blk = kv.tables[(int64_t)slot * kv.blocks_per_seq + pos / kv.block_size];
     return kv.pool + ((int64_t)blk * kv.block_size + pos % kv.block_size) * kv.row_bytes;
 }
 
 /* Element c of [kv_c (C) | k_pe (R)] of a row, dequantized to f32. */
-__device__ __forceinline__ float kv_load(const gpu_kv_desc &kv, const uint8_t *row, int c)
+MLA_HD float kv_load(const gpu_kv_desc &kv, const uint8_t *row, int c)
 {
     if (kv.fmt == GPU_KV_BF16) {
         uint16_t b;

@@ -1,10 +1,13 @@
 #!/bin/bash
-# device_suite.sh: on the lent GPU machine, build mlacheck with the GPU engine and run the gpu suite,
-# the injected faults on the GPU engine and (with --long) the kv-8192 suite. The report folder comes
-# back as $OUT/gpu-report.tgz. Run from the repository root through the device tool, carry [".deps"]
-# (make it first with gpu/tools/make_deps.sh).
+# device_suite.sh [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
+# mla_gpu_bench with the GPU engine, then run what is named (default: gpu faults): the gpu suite, the
+# injected faults on the GPU engine, the kv-8192 suite (gpu-long), the kernel benchmark. Reports come
+# back as $OUT/gpu-report.tgz, the benchmark table as $OUT/bench.md. Run from the repository root
+# through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
+WHAT=" ${*:-gpu faults} "
+want() { [[ "$WHAT" == *" $1 "* ]]; }
 D=$PWD/.deps
 export LD_LIBRARY_PATH="$D/lib:$D/hdf5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ -f $D/lib/libopenblas.so.0.xz ] && [ ! -f $D/lib/libopenblas.so.0 ]; then
@@ -17,7 +20,7 @@ H5=""
 [ -f /usr/include/hdf5.h ] || [ -d /usr/include/hdf5 ] || H5="-DMLA_HDF5_ROOT=$D/hdf5"
 cmake -S . -B build-gpu -G Ninja -DMLA_GPU=cuda -DMLA_DEPS_DIR=$D $H5 -DCMAKE_BUILD_RPATH="$D/lib;$D/hdf5/lib" \
     >"$OUTDIR/configure.log" 2>&1 || { tail -30 "$OUTDIR/configure.log"; exit 1; }
-cmake --build build-gpu -j16 --target mlacheck mla_gpu_check >"$OUTDIR/build.log" 2>&1 ||
+cmake --build build-gpu -j16 --target mlacheck mla_gpu_check mla_gpu_bench >"$OUTDIR/build.log" 2>&1 ||
     { grep -E "error|warning" "$OUTDIR/build.log" | head -40; exit 1; }
 echo "build: $(grep -ci 'warning' "$OUTDIR/build.log") warning lines"
 M=./build-gpu/harness/mlacheck
@@ -25,16 +28,28 @@ ldd $M | grep "not found"
 $M list | head -3
 R=results/device
 rm -rf $R && mkdir -p $R
-t0=$(date +%s)
-$M run --suite gpu --results $R 2>&1 | tee "$OUTDIR/gpu-suite.log" | head -60
-echo "gpu suite: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
-for f in rope-pairing causal-off-by-one no-mscale fp8-q-saturation routed-scaling lse-bf16; do
-    $M run --suite gpu --case tiny-v3-faults --engine gpu --inject $f --quiet --results $R/faults >"$OUTDIR/fault.log" 2>&1
-    echo "fault $f: exit $? $(grep -m1 -o 'first divergence: [^|]*' "$OUTDIR/fault.log" | head -1 | cut -c1-160)"
-done
-if [ "${1:-}" = "--long" ]; then
+if want bench; then
     t0=$(date +%s)
-    $M run --suite gpu-long --results $R 2>&1 | head -20
-    echo "gpu-long suite: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+    ./build-gpu/gpu/mla_gpu_bench | tee "$OUTDIR/bench.md"
+    echo "bench: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
 fi
-tar czf "$OUTDIR/gpu-report.tgz" $R
+if want gpu; then
+    t0=$(date +%s)
+    $M run --suite gpu --results $R 2>&1 | tee "$OUTDIR/gpu-suite.log" | head -60
+    echo "gpu suite: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+fi
+if want faults; then
+    for f in rope-pairing causal-off-by-one no-mscale fp8-q-saturation routed-scaling lse-bf16; do
+        $M run --suite gpu --case tiny-v3-faults --engine gpu --inject $f --quiet --results $R/faults >"$OUTDIR/fault.log" 2>&1
+        echo "fault $f: exit $? $(grep -m1 -o 'first divergence: [^|]*' "$OUTDIR/fault.log" | head -1 | cut -c1-160)"
+    done
+fi
+if want long; then
+    nproc; grep -m1 "model name" /proc/cpuinfo
+    for c in v3-layer-8k-bf16 v3-layer-8k-fp8kv; do
+        t0=$(date +%s)
+        stdbuf -oL $M run --suite gpu-long --case $c --results $R 2>&1 | tee "$OUTDIR/gpu-long-$c.log" | tail -25
+        echo "gpu-long $c: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+    done
+fi
+tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' $R
