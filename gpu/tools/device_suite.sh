@@ -1,9 +1,10 @@
 #!/bin/bash
 # device_suite.sh [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
 # mla_gpu_bench with the GPU engine, then run what is named (default: gpu faults): the gpu suite, the
-# injected faults on the GPU engine, the kv-8192 suite (gpu-long), the kernel benchmark. Reports come
-# back as $OUT/gpu-report.tgz, the benchmark table as $OUT/bench.md. Run from the repository root
-# through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
+# injected faults on the GPU engine, the kv-8192 suite (gpu-long; LONG_CASES="..." picks its cases,
+# about 280 s each), the kernel benchmark. Reports come back as $OUT/gpu-report.tgz, the benchmark
+# table as $OUT/bench.md. Run from the repository root through the device tool, carry [".deps"]
+# (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
 WHAT=" ${*:-gpu faults} "
@@ -46,7 +47,7 @@ if want faults; then
 fi
 if want long; then
     nproc; grep -m1 "model name" /proc/cpuinfo
-    for c in v3-layer-8k-bf16 v3-layer-8k-fp8kv; do
+    for c in ${LONG_CASES:-v3-layer-8k-bf16 v3-layer-8k-fp8kv}; do
         t0=$(date +%s)
         stdbuf -oL $M run --suite gpu-long --case $c --results $R 2>&1 | tee "$OUTDIR/gpu-long-$c.log" | tail -25
         echo "gpu-long $c: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"

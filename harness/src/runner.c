@@ -630,6 +630,30 @@ done:
     dumps_free(chk, n);
 }
 
+/* The decode path's decoded rows judged on their own (verdict path "decoded", kv_len = prompt length):
+ * after a long prefill they are a small share of the prompt's rows, and an error confined to the
+ * absorbed-form decode would be diluted in the whole-prompt statistic. */
+static void compare_decoded(run_state *r, const char *check, mla_dump **a, mla_dump **b, int n)
+{
+    int lo = r->cs->prefill_len;
+    for (int i = 0; lo > 0 && i < n; i++) {
+        int rows = a[i]->tokens ? (int)a[i]->tokens->shape[0] : 0;
+        if (lo >= rows) continue;
+        mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = r->cs->name, .check = check,
+                          .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows, .kv_len = rows};
+        mla_dcmp_result res;
+        mla_status st = mla_dcmp(&c, a[i], b[i], &res);
+        if (st) {
+            verdict_error(r, check, "decoded", st);
+            continue;
+        }
+        if (res.n_failed) save_input(r, check, "decoded", b[i]);
+        char extra[96];
+        snprintf(extra, sizeof extra, "rows %d..%d", lo, rows - 1);
+        verdict_note(r, check, "decoded", &res, extra);
+    }
+}
+
 /* cross-engine: every engine against the `against` engine (or the first), same profile, same paths */
 static void cross_group(run_state *r, mla_model *m, mla_profile prof, const char *base_engine, const char *cand,
                         const group *g)
@@ -648,6 +672,7 @@ static void cross_group(run_state *r, mla_model *m, mla_profile prof, const char
                 verdict_error(r, check, mla_path_name((mla_path)p), st);
         } else {
             compare_group(r, check, mla_path_name((mla_path)p), a, b, g->n, 0);
+            if (p == MLA_SUITE_PATH_DECODE) compare_decoded(r, check, a, b, g->n);
         }
         dumps_free(a, g->n);
         dumps_free(b, g->n);

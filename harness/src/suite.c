@@ -412,9 +412,10 @@ static mla_status set_profiles(const parser *p, int line, char *v, mla_suite_cas
     }
     for (int i = 0; i < n; i++)
         if (mla_profile_from_name(names[arr[i]], &pa[i]) != 0) {
+            const char *bad = names[arr[i]];
             free(arr);
             free(pa);
-            return perr(p, line, "profile '%s' not known to mla_profile_from_name", names[arr[i]]);
+            return perr(p, line, "profile '%s' not known to mla_profile_from_name", bad);
         }
     free(arr);
     free(c->profiles);
