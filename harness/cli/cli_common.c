@@ -38,7 +38,8 @@ const char *cli_git_sha(char *buf, size_t n)
 {
     snprintf(buf, n, "unknown");
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", MLA_SOURCE_DIR);
+    /* --dirty: a report from a tree with uncommitted changes must not claim the commit's name alone */
+    snprintf(cmd, sizeof cmd, "git -C '%s' describe --always --dirty --abbrev=12 2>/dev/null", MLA_SOURCE_DIR);
     FILE *p = popen(cmd, "r");
     if (!p) return buf;
     char line[64];
