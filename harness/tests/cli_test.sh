@@ -110,6 +110,35 @@ faults)
     expect_code 1 "$MLA" bisect "$(ls -d "$TMP"/r2/*/ | head -1)" --replay
     grep -q "reproduced by the reference with fault 'no-mscale'" "$TMP/out" || { cat "$TMP/out"; fail "replay did not name no-mscale"; }
     ;;
+decoded-window)
+    # cross-engine on the decode path judges the decoded rows on their own: after a 190-token prefill
+    # an error confined to the absorbed decode (fp8 query saturation) is ~6x larger there than in the
+    # whole-prompt statistic. Candidate: the reference wrapped as a plugin ($MLA_REF_PLUGIN).
+    [ -n "${MLA_REF_PLUGIN:-}" ] || fail "MLA_REF_PLUGIN not set"
+    cat >"$TMP/dec.suite" <<EOS
+[suite]
+description = decoded rows judged alone
+[case long-prefill]
+model = tiny-v3
+engines = plugin:$MLA_REF_PLUGIN
+against = ref
+prompts = random:len=200,seed=9
+prefill_len = 190
+paths = decode
+profiles = bf16
+checks = cross-engine
+EOS
+    expect_code 0 "$MLA" run --suite "$TMP/dec.suite" --results "$TMP/r1" --quiet
+    grep -q "| cross-engine@plugin | bf16 | decoded | pass" "$TMP"/r1/*/summary.md || fail "no passing decoded verdict"
+    expect_code 1 "$MLA" run --suite "$TMP/dec.suite" --inject fp8-q-saturation --results "$TMP/r2" --quiet
+    sm=$(ls "$TMP"/r2/*/summary.md)
+    whole=$(grep -m1 "| decode | \*\*FAIL" "$sm" | grep -o "attn_core: rel_l2 [0-9.e+-]*" | awk '{print $3}')
+    dec=$(grep -m1 "| decoded | \*\*FAIL" "$sm" | grep -o "attn_core: rel_l2 [0-9.e+-]*" | awk '{print $3}')
+    [ -n "$dec" ] || { cat "$sm"; fail "decoded rows did not fail at layer 0 attn_core"; }
+    awk -v d="$dec" -v w="${whole:-0}" 'BEGIN { exit !(d > 4 * w) }' ||
+        { cat "$sm"; fail "decoded rows ($dec) not clearly worse than the whole prompt (${whole:-pass})"; }
+    echo "fp8-q-saturation, layer 0 attn_core: whole prompt ${whole:-pass}, decoded rows $dec"
+    ;;
 git-bisect)
     # git bisect run over a scripted history where one commit introduces an error finds that commit
     command -v git >/dev/null || { echo "no git: skipped"; exit 77; }

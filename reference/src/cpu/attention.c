@@ -120,7 +120,7 @@ static void mha_head(void *arg, int64_t h)
     double *la = malloc((size_t)(n + 1) * sizeof(double));
     double *lb = malloc((size_t)(n + 1) * sizeof(double));
     if (!qh || !kh || !vh || !oa || !ob || !la || !lb) {
-        J->failed = 1;
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED); /* tasks run on several threads */
         goto done;
     }
     for (int64_t i = 0; i < n; i++) memcpy(qh + i * Dqk, J->q + (i * H + h) * Dqk, (size_t)Dqk * sizeof(double));
