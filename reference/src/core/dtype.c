@@ -50,6 +50,14 @@ static double grid_round(double a, int mbits, int emin)
         m |= UINT64_C(1) << 52;
         e = efield - 1023;
     }
+    if (efield != 0 && e >= emin) { /* normal in the format: round the bit pattern (carry into the
+                                      * exponent is the next power of two); avoids ldexp, ~5x faster */
+        int s = 52 - mbits;
+        u += ((UINT64_C(1) << (s - 1)) - 1) + ((u >> s) & 1);
+        u &= ~((UINT64_C(1) << s) - 1);
+        memcpy(&a, &u, sizeof a);
+        return a;
+    }
     int q = (e > emin ? e : emin) - mbits;
     int shift = q - (e - 52); /* low bits of m below the quantum */
     if (shift <= 0) return a;

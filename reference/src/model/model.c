@@ -159,6 +159,11 @@ static uint64_t fnv_u64(uint64_t h, uint64_t x)
 mla_status mla_model_weights_hash(mla_model *m, char out[17])
 {
     if (!m || !out) return mla_errorf(MLA_ERR_INVALID, "mla_model_weights_hash: null argument");
+    pthread_mutex_lock(&m->lock);
+    int cached = m->weights_hash[0] != 0;
+    if (cached) memcpy(out, m->weights_hash, 17);
+    pthread_mutex_unlock(&m->lock);
+    if (cached) return MLA_OK; /* hashing a V3-sized layer's weights takes seconds; dumps ask per sequence */
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < m->n_entries; i++) {
         model_entry *e;
@@ -172,5 +177,8 @@ mla_status mla_model_weights_hash(mla_model *m, char out[17])
         h = fnv_bytes(h, e->t.data, mla_tensor_nbytes(&e->t));
     }
     snprintf(out, 17, "%016llx", (unsigned long long)h);
+    pthread_mutex_lock(&m->lock); /* model_get above takes the lock itself, so not held while hashing */
+    memcpy(m->weights_hash, out, 17);
+    pthread_mutex_unlock(&m->lock);
     return MLA_OK;
 }

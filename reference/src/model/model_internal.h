@@ -34,6 +34,7 @@ struct mla_model {
     st_file *files;       /* [n_files] */
     int n_files;
     pthread_mutex_t lock; /* built-ins generate lazily; engines may ask from several threads */
+    char weights_hash[17]; /* mla_model_weights_hash, once computed (weights never change after open) */
 };
 
 /* Growable list of owned strings. */
