@@ -16,6 +16,20 @@ mla_status gpu_forward_mqa(void *vctx, const mla_batch *b);
 mla_status gpu_read_tap(void *vctx, int layer, mla_tap tap, mla_tensor **out);
 mla_status gpu_read_kv(void *vctx, int layer, int seq_id, mla_tensor **out);
 
+extern "C" mla_status gpu_malloc(void **p, size_t bytes, const char *what)
+{
+    hipError_t e = hipMalloc(p, bytes);
+    if (e == hipSuccess) return MLA_OK;
+    *p = NULL;
+    (void)hipGetLastError(); /* clear the sticky allocation error */
+    size_t free_b = 0, total_b = 0;
+    (void)hipMemGetInfo(&free_b, &total_b);
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    return mla_errorf(e == hipErrorOutOfMemory ? MLA_ERR_NOMEM : MLA_ERR_DEVICE,
+                      "gpu: device allocation of %.3f GiB for %s failed (%s); the device has %.3f GiB free of %.3f GiB",
+                      (double)bytes / gib, what, hipGetErrorString(e), (double)free_b / gib, (double)total_b / gib);
+}
+
 extern "C" mla_status gpu_buf_ensure(gpu_buf *b, size_t bytes)
 {
     if (bytes <= b->bytes) return MLA_OK;
@@ -23,7 +37,8 @@ extern "C" mla_status gpu_buf_ensure(gpu_buf *b, size_t bytes)
     b->p = NULL;
     b->bytes = 0;
     size_t want = bytes + bytes / 4 + 256;
-    MLA_HIP_CHECK(hipMalloc(&b->p, want));
+    mla_status st = gpu_malloc(&b->p, want, "a scratch buffer of the forward pass");
+    if (st) return st;
     b->bytes = want;
     return MLA_OK;
 }
@@ -206,7 +221,8 @@ static mla_status fetch_f64(gpu_ctx *c, const char *name, int64_t expect, double
 
 static mla_status upload(void **d, const void *h, size_t bytes)
 {
-    MLA_HIP_CHECK(hipMalloc(d, bytes));
+    mla_status st = gpu_malloc(d, bytes, "model weights");
+    if (st) return st;
     MLA_HIP_CHECK(hipMemcpy(*d, h, bytes, hipMemcpyHostToDevice));
     return MLA_OK;
 }
@@ -385,6 +401,9 @@ static mla_status setup_cache(gpu_ctx *c)
     c->kv_fmt = o->profile == MLA_PROFILE_FP8KV ? GPU_KV_FP8 : o->profile == MLA_PROFILE_FP8DS ? GPU_KV_DS : GPU_KV_BF16;
     c->row_bytes = c->kv_fmt == GPU_KV_BF16 ? 2 * (C + R) : c->kv_fmt == GPU_KV_FP8 ? C + R : C + 4 * (C / 128) + 2 * R;
     c->blocks_per_seq = (o->max_seq_len + o->block_size - 1) / o->block_size;
+    if ((int64_t)c->blocks_per_seq * o->max_seqs > INT32_MAX)
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: paged cache of %d sequences x %d blocks: more than 2^31 blocks",
+                          o->max_seqs, c->blocks_per_seq);
     c->n_blocks = c->blocks_per_seq * o->max_seqs;
     size_t pool = (size_t)c->n_blocks * o->block_size * c->row_bytes;
     c->kv_pool = (uint8_t **)calloc((size_t)L, sizeof(uint8_t *));
@@ -394,8 +413,12 @@ static mla_status setup_cache(gpu_ctx *c)
     /* Poison: unwritten rows decode as NaN (fnuz has its NaN at 0x80), so a read past the
      * written tokens shows up in every tap downstream. */
     int poison = c->kv_fmt == GPU_KV_FP8 && c->fnuz ? 0x80 : 0xff;
+    char what[200];
+    snprintf(what, sizeof what, "the paged KV cache (%d layers x %d sequences x %d tokens x %d B/row)", L,
+             o->max_seqs, c->blocks_per_seq * o->block_size, c->row_bytes);
     for (int i = 0; i < L; i++) {
-        MLA_HIP_CHECK(hipMalloc((void **)&c->kv_pool[i], pool));
+        mla_status st = gpu_malloc((void **)&c->kv_pool[i], pool, what);
+        if (st) return st;
         MLA_HIP_CHECK(hipMemset(c->kv_pool[i], poison, pool));
     }
     for (int i = 0; i < c->n_blocks; i++) c->h_tables[i] = i;

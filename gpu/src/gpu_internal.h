@@ -99,6 +99,9 @@ typedef struct gpu_ctx {
 extern "C" {
 #endif
 
+/* hipMalloc with a message that says what the memory was for, how much, and how much the device has
+ * free: MLA_ERR_NOMEM when the device is out of memory, MLA_ERR_DEVICE for other failures. */
+mla_status gpu_malloc(void **p, size_t bytes, const char *what);
 mla_status gpu_buf_ensure(gpu_buf *b, size_t bytes);
 void gpu_buf_free(gpu_buf *b);
 

@@ -32,6 +32,8 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define hipMalloc cudaMalloc
+#define hipMemGetInfo cudaMemGetInfo
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
 #define hipFree cudaFree
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync

@@ -201,6 +201,31 @@ done:
     return fail;
 }
 
+/* A cache larger than the device: load must fail with MLA_ERR_NOMEM and a message that names the
+ * cache and the sizes, and leave the device usable (the comparison cases run after it). */
+static int oom_case(FILE *log)
+{
+    const mla_backend_ops *gpu = mla_gpu_backend();
+    mla_model *m = NULL;
+    void *ctx = NULL;
+    int fail = 1;
+    if (mla_model_open("tiny-v3", &m) != MLA_OK || gpu->create(&ctx) != MLA_OK) goto done;
+    mla_run_opts o;
+    mla_run_opts_default(&o);
+    o.profile = MLA_PROFILE_BF16;
+    o.block_size = 16;
+    o.max_seqs = 1024;
+    o.max_seq_len = 1 << 18; /* 2^28 rows x 544 B = 146 GB per layer */
+    mla_status st = gpu->load(ctx, m, &o);
+    fail = !(st == MLA_ERR_NOMEM && strstr(mla_last_error(), "paged KV cache") && strstr(mla_last_error(), "free of"));
+    fprintf(log, "%-28s load -> %s: %s\n", "oversized cache", mla_strerror(st), mla_last_error());
+done:
+    if (ctx) gpu->destroy(ctx);
+    mla_model_free(m);
+    fprintf(log, "%-28s %s\n", "oversized cache", fail ? "FAIL" : "PASS");
+    return fail;
+}
+
 int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile)
 {
     char desc[256];
@@ -217,7 +242,7 @@ int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile)
     } profs[] = {{MLA_PROFILE_BF16, 0, 0}, {MLA_PROFILE_FP8KV, 0, 0}, {MLA_PROFILE_FP8KV, 1, 0},
                  {MLA_PROFILE_FP8DS, 0, 0}, {MLA_PROFILE_FP8W, 0, 0},
                  {MLA_PROFILE_BF16, 0, (1u << MLA_FAULT_COUNT) - 1}};
-    int fails = 0;
+    int fails = only_model ? 0 : oom_case(log);
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
         if (only_model && strcmp(only_model, models[mi]) != 0) continue;
         for (size_t pi = 0; pi < sizeof profs / sizeof profs[0]; pi++) {

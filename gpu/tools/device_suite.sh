@@ -1,13 +1,14 @@
 #!/bin/bash
-# device_suite.sh [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
-# mla_gpu_bench with the GPU engine, then run what is named (default: gpu faults): the gpu suite, the
+# device_suite.sh [check] [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
+# mla_gpu_bench with the GPU engine, then run what is named (default: check gpu faults): mla_gpu_check
+# (engine vs reference over a scripted batch, an oversized cache's NOMEM message), the gpu suite, the
 # injected faults on the GPU engine, the kv-8192 suite (gpu-long; LONG_CASES="..." picks its cases,
 # about 280 s each), the kernel benchmark. Reports come back as $OUT/gpu-report.tgz, the benchmark
 # table as $OUT/bench.md. Run from the repository root through the device tool, carry [".deps"]
 # (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
-WHAT=" ${*:-gpu faults} "
+WHAT=" ${*:-check gpu faults} "
 want() { [[ "$WHAT" == *" $1 "* ]]; }
 D=$PWD/.deps
 export LD_LIBRARY_PATH="$D/lib:$D/hdf5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -29,6 +30,11 @@ ldd $M | grep "not found"
 $M list | head -3
 R=results/device
 rm -rf $R && mkdir -p $R
+if want check; then
+    t0=$(date +%s)
+    ./build-gpu/gpu/mla_gpu_check | tee "$OUTDIR/gpu-check.log" | tail -16
+    echo "mla_gpu_check: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+fi
 if want bench; then
     t0=$(date +%s)
     ./build-gpu/gpu/mla_gpu_bench | tee "$OUTDIR/bench.md"
