@@ -4,10 +4,13 @@
  * the L2 flushed before every timed launch, random (never zero) inputs, and a check of sampled rows
  * against a float64 host computation before any timing is trusted.
  *
+ * Each decode workload runs with the engine's first kernel ("decode") and the head-grouped one
+ * ("decode-t", gpu_decode_tile.h; MLA_GPU_DECODE=tiled in the engine).
  * Counting follows FlashMLA / FA3: decode FLOPs = 2 s_q sum(s_k) h (576 + 512), bytes = sum(s_k) x
  * row bytes (K and V share storage) + Q + O; prefill FLOPs = 2 b h s (s / 2) (192 + 128), causal.
  * Percentages are of the ceilings measured on this H200 (performance.md): 4,144 GB/s device copy and
  * 784 TFLOP/s dense bf16 GEMM. Exit: 0, 1 when a check failed, 2 usage, 3 device error, 77 no GPU. */
+#include "gpu_internal.h"
 #include "gpu_kv.h"
 
 #include <stdio.h>
@@ -191,7 +194,7 @@ typedef struct result_row {
     int ok;
 } result_row;
 
-static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q, result_row *res)
+static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q, int tiled, result_row *res)
 {
     const int C = 512, R = 64;
     int row_bytes = fmt == GPU_KV_BF16 ? 2 * (C + R) : fmt == GPU_KV_FP8 ? C + R : C + 4 * (C / 128) + 2 * R;
@@ -212,7 +215,7 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
         seqs[i] = gpu_seq{i, s_k - s_q, s_q, i * s_q, 0};
         for (int k = 0; k < s_q; k++) tok_seq[i * s_q + k] = i;
     }
-    int splits = gpu_decode_splits(T * h, s_k, env->n_sm);
+    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, tiled, C, R), s_k, env->n_sm);
     uint8_t *pool = (uint8_t *)dev_alloc((size_t)rows * row_bytes);
     int32_t *d_tables = (int32_t *)dev_alloc((size_t)n_blocks * 4), *d_ts = (int32_t *)dev_alloc((size_t)T * 4);
     gpu_seq *d_seqs = (gpu_seq *)dev_alloc((size_t)b * sizeof(gpu_seq));
@@ -229,7 +232,7 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
     BN_CHECK(hipGetLastError());
     gpu_kv_desc kv = {pool, d_tables, bps, PAGE, row_bytes, fmt, 0, C, R, fmt == GPU_KV_FP8 ? 1.0f / 256.0f : 1.0f};
     float scale = 0.25f / sqrtf(192.0f); /* keeps softmax away from one-hot and from uniform */
-    gpu_decode_args a = {qa, qp, kv, d_ts, d_seqs, po, pl, olat, lse, T, h, splits, scale, 0, 0};
+    gpu_decode_args a = {qa, qp, kv, d_ts, d_seqs, po, pl, olat, lse, T, h, splits, scale, 0, 0, tiled};
     if (gpu_attn_decode(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
@@ -269,7 +272,7 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
     for (int i = 0; i < b; i++) sum_sk += s_k;
     double flops = 2.0 * s_q * sum_sk * h * (576 + 512);
     double bytes = sum_sk * row_bytes + (double)T * h * ((C + R) * 4 + C * 2);
-    snprintf(res->what, sizeof res->what, "decode");
+    snprintf(res->what, sizeof res->what, tiled ? "decode-t" : "decode");
     snprintf(res->kv, sizeof res->kv, "%s", fmt_names[fmt]);
     res->b = b; res->s_k = s_k; res->h = h; res->s_q = s_q; res->splits = splits; res->ms = ms;
     res->gbs = bytes / (ms * 1e-3) / 1e9;
@@ -407,21 +410,25 @@ int main(int argc, char **argv)
     printf("mla_gpu_bench: %s, %d SMs; median of %d launches after 2 warm-ups, 256 MiB L2 flush before each\n",
            p.name, env.n_sm, env.reps);
 
-    result_row rows[64];
+    result_row rows[64]; /* at most 12 x 2 + 4 decode and 3 prefill rows */
     int n = 0;
     static const int d1_h[] = {16, 128};
     static const int d1_s[] = {4096, 8192};
+    /* each decode workload with the first kernel (decode) and the head-grouped one (decode-t) */
     for (int fmt = 0; fmt < 3; fmt++) /* D1 / D5: b 128, page 64 */
         for (int si = 0; si < 2 - quick; si++)
-            for (int hi = 0; hi < 2; hi++) {
-                bench_decode(&env, fmt, 128, d1_s[si], d1_h[hi], 1, &rows[n]);
-                print_row(stdout, &rows[n++]);
-                fflush(stdout);
-            }
-    bench_decode(&env, GPU_KV_BF16, 128, 4096, 128, 2, &rows[n]); /* MTP s_q = 2 */
-    print_row(stdout, &rows[n++]);
-    bench_decode(&env, GPU_KV_BF16, 1, 65536, 128, 1, &rows[n]); /* D4: one long sequence, split-KV */
-    print_row(stdout, &rows[n++]);
+            for (int hi = 0; hi < 2; hi++)
+                for (int tiled = 0; tiled < 2; tiled++) {
+                    bench_decode(&env, fmt, 128, d1_s[si], d1_h[hi], 1, tiled, &rows[n]);
+                    print_row(stdout, &rows[n++]);
+                    fflush(stdout);
+                }
+    for (int tiled = 0; tiled < 2; tiled++) {
+        bench_decode(&env, GPU_KV_BF16, 128, 4096, 128, 2, tiled, &rows[n]); /* MTP s_q = 2 */
+        print_row(stdout, &rows[n++]);
+        bench_decode(&env, GPU_KV_BF16, 1, 65536, 128, 1, tiled, &rows[n]); /* D4: one long sequence */
+        print_row(stdout, &rows[n++]);
+    }
     int saved_reps = env.reps;
     env.reps = quick ? 3 : 5; /* prefill launches take up to seconds */
     bench_prefill(&env, 1, 4096, 128, &rows[n]);

@@ -4,7 +4,11 @@
  *    §g.13) in fp32, as chunked prefill does.
  *  - decode (absorbed / MQA form): one block per (token, head, KV split) over the paged latent cache,
  *    each split writes a normalized partial output and its LSE; a combine kernel merges the splits.
+ *    Opt-in (MLA_GPU_DECODE=tiled): one block per (token, 8 heads, split) sharing each cache tile in
+ *    shared memory (gpu_decode_tile.h), same partial outputs, same combine.
  * Scores, softmax and P.V are fp32; outputs are rounded to bf16 once. */
+#include "gpu_decode_tile.h"
+#include "gpu_internal.h"
 #include "gpu_kv.h"
 
 #define AT_THREADS 128
@@ -179,6 +183,37 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_combine(gpu_decode_args a)
     if (threadIdx.x == 0) a.lse[(int64_t)t * a.h + h] = logf(wsum) + mm;
 }
 
+/* The head-grouped decode: gpu_decode_tile.h's steps with a barrier after each. */
+__global__ void __launch_bounds__(DT_THREADS) k_attn_decode_tiled(dt_args a)
+{
+    extern __shared__ float dt_mem[];
+    dt_shared &sh = *reinterpret_cast<dt_shared *>(dt_mem);
+    const dt_block b = dt_block_of(a, blockIdx.x, blockIdx.y, blockIdx.z);
+    const int tid = threadIdx.x;
+    float acc[DT_HG][DT_CPT];
+    for (int hh = 0; hh < DT_HG; hh++)
+        for (int k = 0; k < DT_CPT; k++) acc[hh][k] = 0.0f;
+    dt_load_q(a, b, sh, tid);
+    __syncthreads();
+    for (int c0 = b.j0; c0 < b.j1; c0 += DT_NK) {
+        int n = min(DT_NK, b.j1 - c0);
+        dt_load_tile(a, b, sh, tid, c0, n);
+        __syncthreads();
+        dt_scores(a, sh, tid, n);
+        __syncthreads();
+        dt_softmax(a, sh, tid, n);
+        __syncthreads();
+        dt_pv(a, sh, tid, n, acc);
+        __syncthreads(); /* the next tile overwrites k and p */
+    }
+    dt_store(a, b, sh, tid, acc);
+}
+
+extern "C" int gpu_decode_blocks(int t, int h, int tiled, int c, int r)
+{
+    return tiled && dt_fits(c, r) ? t * ((h + DT_HG - 1) / DT_HG) : t * h;
+}
+
 /* Enough (token, head, split) blocks for two waves, no split under 64 keys, at most 64 splits. */
 extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm)
 {
@@ -190,10 +225,24 @@ extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm)
 extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
 {
     if (a->t <= 0) return MLA_OK;
-    dim3 grid(a->t, a->h, a->splits);
-    size_t shm = (size_t)(a->kv.c + a->kv.r + AT_NK) * sizeof(float);
-    k_attn_decode<<<grid, AT_THREADS, shm, st>>>(*a);
-    MLA_HIP_LAUNCHED("k_attn_decode");
+    if (a->tiled && dt_fits(a->kv.c, a->kv.r)) {
+        static int attr_set = 0; /* > 48 KB of dynamic shared memory needs the opt-in once */
+        if (!attr_set) {
+            MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_tiled),
+                                              hipFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(dt_shared)));
+            attr_set = 1;
+        }
+        dt_args da = {a->q_abs, a->q_pe, a->kv, a->tok_seq, a->seqs, a->part_o, a->part_lse,
+                      a->t, a->h, a->splits, a->scale, a->causal_plus};
+        dim3 grid(a->t, (a->h + DT_HG - 1) / DT_HG, a->splits);
+        k_attn_decode_tiled<<<grid, DT_THREADS, sizeof(dt_shared), st>>>(da);
+        MLA_HIP_LAUNCHED("k_attn_decode_tiled");
+    } else {
+        dim3 grid(a->t, a->h, a->splits);
+        size_t shm = (size_t)(a->kv.c + a->kv.r + AT_NK) * sizeof(float);
+        k_attn_decode<<<grid, AT_THREADS, shm, st>>>(*a);
+        MLA_HIP_LAUNCHED("k_attn_decode");
+    }
     dim3 g2(a->t, a->h, 1);
     k_attn_combine<<<g2, AT_THREADS, 0, st>>>(*a);
     MLA_HIP_LAUNCHED("k_attn_combine");

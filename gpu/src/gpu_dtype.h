@@ -9,11 +9,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "hip_compat.h" /* the runtime headers define __host__ / __device__ */
-
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#include "hip_compat.h" /* the runtime headers define __host__ / __device__ */
 #define MLA_HD __host__ __device__ __forceinline__
-#else
+#else /* plain C / C++ on the host: the kernel-logic tests */
 #define MLA_HD static inline
 #endif
 

@@ -463,6 +463,8 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
     if (c->opts.q_scale <= 0.0) c->opts.q_scale = 1.0;
     c->fnuz = opts->fp8_kind == MLA_FP8_FNUZ;
     c->fp8w = opts->profile == MLA_PROFILE_FP8W;
+    const char *dk = getenv("MLA_GPU_DECODE"); /* opt-in until validated on a GPU (gpu/NOTES.md) */
+    c->decode_tiled = dk && !strcmp(dk, "tiled");
     int L = g->num_hidden_layers, D = g->hidden_size, N = g->vocab_size, R = g->qk_rope_head_dim;
     c->layers = (gpu_layer *)calloc((size_t)L, sizeof(gpu_layer));
     c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));

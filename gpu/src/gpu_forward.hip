@@ -172,7 +172,9 @@ static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T)
     if (c->opts.kv_splits > 0) return c->opts.kv_splits;
     int maxlen = 1;
     for (int i = 0; i < b->n_seqs; i++) maxlen = b->n_past[i] + b->n_new[i] > maxlen ? b->n_past[i] + b->n_new[i] : maxlen;
-    return gpu_decode_splits(T * c->cfg.num_attention_heads, maxlen, c->n_sm);
+    int blocks = gpu_decode_blocks(T, c->cfg.num_attention_heads, c->decode_tiled, c->cfg.kv_lora_rank,
+                                   c->cfg.qk_rope_head_dim);
+    return gpu_decode_splits(blocks, maxlen, c->n_sm);
 }
 
 static mla_status validate(gpu_ctx *c, const mla_batch *b)
@@ -331,7 +333,8 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
             SCR(s_olat, (size_t)T * H * C * 2, olat);
             SCR(s_part_o, (size_t)T * H * splits * C * 4, po);
             SCR(s_part_lse, (size_t)T * H * splits * 4, pl);
-            gpu_decode_args da = {qaf, qpf, kv, d_ts, d_seqs, po, pl, olat, lse, T, H, splits, (float)sc, plus, lse16};
+            gpu_decode_args da = {qaf, qpf, kv, d_ts, d_seqs, po, pl, olat, lse, T, H, splits, (float)sc, plus, lse16,
+                                  c->decode_tiled};
             TRY(gpu_attn_decode(st, &da));
             /* attn_core[t, h, :] = o_latent[t, h, :] . W_UV[h]^T */
             gpu_gemm_args uv = {olat, (int64_t)H * C, C, ly->kv_b.w + (size_t)P * C, C, (int64_t)(P + V) * C,

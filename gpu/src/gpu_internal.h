@@ -4,6 +4,7 @@
 #ifndef MLA_GPU_INTERNAL_H
 #define MLA_GPU_INTERNAL_H
 
+#include "gpu_types.h"
 #include "hip_compat.h"
 #include "mla/backend.h"
 
@@ -43,24 +44,6 @@ typedef struct gpu_buf {
     size_t bytes;
 } gpu_buf;
 
-/* Per-sequence metadata of one call, on the device. */
-typedef struct gpu_seq {
-    int slot, n_past, n_new, tok0, ws0;
-} gpu_seq;
-
-/* KV cache row formats. */
-typedef enum { GPU_KV_BF16 = 0, GPU_KV_FP8 = 1, GPU_KV_DS = 2 } gpu_kv_fmt;
-
-/* Everything a kernel needs to find and decode a cache row; passed by value. */
-typedef struct gpu_kv_desc {
-    const uint8_t *pool;   /* [n_blocks * block_size, row_bytes] of one layer */
-    const int32_t *tables; /* [max_seqs, blocks_per_seq] */
-    int blocks_per_seq, block_size, row_bytes;
-    int fmt, fnuz;
-    int c, r;              /* kv_lora_rank, rope dim */
-    float kv_scale;        /* fp8kv dequant multiplier */
-} gpu_kv_desc;
-
 typedef struct gpu_tap {
     gpu_buf buf;
     int valid;
@@ -71,6 +54,7 @@ typedef struct gpu_ctx {
     mla_config cfg;
     mla_run_opts opts;
     int loaded, fnuz, fp8w;
+    int decode_tiled;    /* MLA_GPU_DECODE=tiled at load: the head-grouped decode kernel */
     int dev, n_sm;
     char dev_name[256];
     hipStream_t stream;
@@ -212,10 +196,13 @@ typedef struct gpu_decode_args {
     int t, h, splits;
     float scale;
     int causal_plus, lse_bf16;
+    int tiled; /* 1: the head-grouped kernel (gpu_decode_tile.h), when the shapes fit it */
 } gpu_decode_args;
 mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a);
-/* KV split count the engine uses when kv_splits is 0 (blocks = decode tokens x heads). */
+/* KV split count the engine uses when kv_splits is 0 (blocks = decode tokens x heads, or x head
+ * groups for the tiled kernel: gpu_decode_blocks). */
 int gpu_decode_splits(int blocks, int max_kv, int n_sm);
+int gpu_decode_blocks(int t, int h, int tiled, int c, int r);
 
 #ifdef __cplusplus
 }

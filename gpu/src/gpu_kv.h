@@ -4,7 +4,7 @@
 #define MLA_GPU_KV_H
 
 #include "gpu_dtype.h"
-#include "gpu_internal.h"
+#include "gpu_types.h"
 
 /* Row of (slot, pos): slot = block_table[slot][pos / bs] * bs + pos % bs. */
 MLA_HD const uint8_t *kv_row(const gpu_kv_desc &kv, int slot, int pos)
@@ -33,7 +33,7 @@ MLA_HD float kv_load(const gpu_kv_desc &kv, const uint8_t *row, int c)
 }
 
 /* Position of token t of the call. */
-__device__ __forceinline__ int tok_pos(const int32_t *tok_seq, const gpu_seq *seqs, int t, int *slot)
+MLA_HD int tok_pos(const int32_t *tok_seq, const gpu_seq *seqs, int t, int *slot)
 {
     const gpu_seq s = seqs[tok_seq[t]];
     if (slot) *slot = s.slot;

@@ -1,6 +1,7 @@
 /* gpu_ops.hip: element-wise and row kernels: embedding, RMSNorm, RoPE, residual add, SwiGLU,
  * paged-cache writes and the naive-form workspace gather. Each rounds once to bf16 where
  * NUMERICS.md says the reference rounds. */
+#include "gpu_internal.h"
 #include "gpu_kv.h"
 
 #define OPS_THREADS 256
