@@ -39,12 +39,12 @@ typedef struct {
     const double *a, *b;
     int64_t M, K, N;
     double *y;
-    int64_t next_tile, n_tiles;
-    pthread_mutex_t lock;
 } mm_job;
 
-static void mm_tile(const mm_job *j, int64_t t)
+/* Output columns [t REF_TILE_N, (t + 1) REF_TILE_N) of one product: a ref_parallel_for task. */
+static void mm_tile(void *arg, int64_t t)
 {
+    const mm_job *j = arg;
     int64_t n0 = t * REF_TILE_N, nn = j->N - n0 < REF_TILE_N ? j->N - n0 : REF_TILE_N;
     if (j->trans_b) /* b[N,K]: rows n0.. */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->M, (int)nn, (int)j->K, 1.0, j->a, (int)j->K,
@@ -54,19 +54,7 @@ static void mm_tile(const mm_job *j, int64_t t)
                     j->b + n0, (int)j->N, 0.0, j->y + n0, (int)j->N);
 }
 
-static void *mm_worker(void *arg)
-{
-    mm_job *j = arg;
-    for (;;) {
-        pthread_mutex_lock(&j->lock);
-        int64_t t = j->next_tile++;
-        pthread_mutex_unlock(&j->lock);
-        if (t >= j->n_tiles) return NULL;
-        mm_tile(j, t);
-    }
-}
-
-/* Set on threads running ref_parallel_for tasks: their matrix products run serially (same tiles). */
+/* Set on threads running ref_parallel_for tasks: nested parallel regions run serially. */
 static __thread int tls_in_parallel;
 
 static int ref_threads(void)
@@ -79,31 +67,6 @@ static int ref_threads(void)
         openblas_set_num_threads(1);
     }
     return n;
-}
-
-static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
-{
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        memset(y, 0, (size_t)(M * N) * sizeof(double));
-        return;
-    }
-    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y,
-                .n_tiles = (N + REF_TILE_N - 1) / REF_TILE_N};
-    int nt = ref_threads();
-    if (nt > j.n_tiles) nt = (int)j.n_tiles;
-    if (nt <= 1 || tls_in_parallel || 2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
-        for (int64_t t = 0; t < j.n_tiles; t++) mm_tile(&j, t);
-        return;
-    }
-    pthread_mutex_init(&j.lock, NULL);
-    pthread_t th[64];
-    int started = 0;
-    for (int i = 1; i < nt; i++)
-        if (pthread_create(&th[started], NULL, mm_worker, &j) == 0) started++;
-    mm_worker(&j);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&j.lock);
 }
 
 typedef struct {
@@ -146,6 +109,23 @@ void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
     par_worker(&j);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     pthread_mutex_destroy(&j.lock);
+}
+
+static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        memset(y, 0, (size_t)(M * N) * sizeof(double));
+        return;
+    }
+    (void)ref_threads(); /* first call: OpenBLAS's own threading off, before any dgemm */
+    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y};
+    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
+    if (2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
+        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
+        return;
+    }
+    ref_parallel_for(tiles, mm_tile, &j);
 }
 
 void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
