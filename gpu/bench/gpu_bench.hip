@@ -4,8 +4,9 @@
  * the L2 flushed before every timed launch, random (never zero) inputs, and a check of sampled rows
  * against a float64 host computation before any timing is trusted.
  *
- * Each decode workload runs with the engine's first kernel ("decode") and the head-grouped one
- * ("decode-t", gpu_decode_tile.h; MLA_GPU_DECODE=tiled in the engine).
+ * Each workload runs with the engine's first kernel ("decode", "prefill") and the tiled one
+ * ("decode-t": gpu_decode_tile.h, MLA_GPU_DECODE=tiled in the engine; "prefill-t": gpu_prefill_tile.h,
+ * MLA_GPU_PREFILL=tiled).
  * Counting follows FlashMLA / FA3: decode FLOPs = 2 s_q sum(s_k) h (576 + 512), bytes = sum(s_k) x
  * row bytes (K and V share storage) + Q + O; prefill FLOPs = 2 b h s (s / 2) (192 + 128), causal.
  * Percentages are of the ceilings measured on this H200 (performance.md): 4,144 GB/s device copy and
@@ -287,7 +288,7 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
 }
 
 /* Causal prefill of b sequences of s tokens with no cached context (MHA form, d_qk 192, d_v 128). */
-static void bench_prefill(bench_env *env, int b, int s, int h, result_row *res)
+static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result_row *res)
 {
     const int P = 128, R = 64, V = 128;
     int T = b * s;
@@ -311,7 +312,7 @@ static void bench_prefill(bench_env *env, int b, int s, int h, result_row *res)
     k_fill_bf16<<<1024, 256, 0, env->st>>>(kpe, (int64_t)T * R, 14, 1.0f);
     BN_CHECK(hipGetLastError());
     float scale = 0.5f / sqrtf(192.0f);
-    gpu_prefill_args a = {qn, qp, kvx, kpe, d_ts, d_seqs, out, lse, T, h, P, R, V, scale, 0, 0};
+    gpu_prefill_args a = {qn, qp, kvx, kpe, d_ts, d_seqs, out, lse, T, h, P, R, V, scale, 0, 0, b, s, tiled};
     if (gpu_attn_prefill(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
@@ -360,7 +361,7 @@ static void bench_prefill(bench_env *env, int b, int s, int h, result_row *res)
     float ms = time_launch(env, launch_prefill, &a);
     double flops = 2.0 * b * h * (double)s * (s / 2.0) * (192 + 128);
     double bytes = (double)T * h * (P + R + P + V + V) * 2 + (double)T * R * 2;
-    snprintf(res->what, sizeof res->what, "prefill");
+    snprintf(res->what, sizeof res->what, tiled ? "prefill-t" : "prefill");
     snprintf(res->kv, sizeof res->kv, "bf16");
     res->b = b; res->s_k = s; res->h = h; res->s_q = s; res->splits = 1; res->ms = ms;
     res->gbs = bytes / (ms * 1e-3) / 1e9;
@@ -410,7 +411,7 @@ int main(int argc, char **argv)
     printf("mla_gpu_bench: %s, %d SMs; median of %d launches after 2 warm-ups, 256 MiB L2 flush before each\n",
            p.name, env.n_sm, env.reps);
 
-    result_row rows[64]; /* at most 12 x 2 + 4 decode and 3 prefill rows */
+    result_row rows[64]; /* at most 12 x 2 + 4 decode and 3 x 2 prefill rows */
     int n = 0;
     static const int d1_h[] = {16, 128};
     static const int d1_s[] = {4096, 8192};
@@ -431,14 +432,12 @@ int main(int argc, char **argv)
     }
     int saved_reps = env.reps;
     env.reps = quick ? 3 : 5; /* prefill launches take up to seconds */
-    bench_prefill(&env, 1, 4096, 128, &rows[n]);
-    print_row(stdout, &rows[n++]);
-    if (!quick) {
-        bench_prefill(&env, 1, 8192, 128, &rows[n]);
-        print_row(stdout, &rows[n++]);
-        bench_prefill(&env, 16, 1024, 128, &rows[n]);
-        print_row(stdout, &rows[n++]);
-    }
+    static const int p1[3][2] = {{1, 4096}, {1, 8192}, {16, 1024}}; /* P1 (b, s) at h 128 */
+    for (int k = 0; k < (quick ? 1 : 3); k++)
+        for (int tiled = 0; tiled < 2; tiled++) {
+            bench_prefill(&env, p1[k][0], p1[k][1], 128, tiled, &rows[n]);
+            print_row(stdout, &rows[n++]);
+        }
     env.reps = saved_reps;
 
     int fails = 0;

@@ -6,8 +6,11 @@
  *    each split writes a normalized partial output and its LSE; a combine kernel merges the splits.
  *    Opt-in (MLA_GPU_DECODE=tiled): one block per (token, 8 heads, split) sharing each cache tile in
  *    shared memory (gpu_decode_tile.h), same partial outputs, same combine.
+ *  - prefill, opt-in (MLA_GPU_PREFILL=tiled): one block per (32 query rows, head) sharing each key
+ *    tile (gpu_prefill_tile.h), same parts, roundings and merge as the per-token kernel.
  * Scores, softmax and P.V are fp32; outputs are rounded to bf16 once. */
 #include "gpu_decode_tile.h"
+#include "gpu_prefill_tile.h"
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
@@ -96,9 +99,55 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_prefill(gpu_prefill_args a)
     if (threadIdx.x == 0) a.lse[(int64_t)t * a.h + h] = lse;
 }
 
+/* The query-tiled prefill: gpu_prefill_tile.h's steps with a barrier after each. */
+__device__ void pt_run_part(const pt_args &a, pt_block &b, pt_shared &sh, int tid, int ctx, float (&acc)[PT_ACC])
+{
+    for (int k = 0; k < PT_ACC; k++) acc[k] = 0.0f;
+    pt_part_begin(a, b, sh, tid, ctx);
+    __syncthreads();
+    for (int c0 = b.k0; c0 < b.k1; c0 += PT_NK) {
+        int n = min(PT_NK, b.k1 - c0);
+        pt_load_kv(a, b, sh, tid, c0, n);
+        __syncthreads();
+        pt_scores(a, sh, tid, n);
+        __syncthreads();
+        pt_softmax(a, b, sh, tid, c0, n);
+        __syncthreads();
+        pt_pv(a, sh, tid, n, acc);
+        __syncthreads();
+    }
+}
+
+__global__ void __launch_bounds__(PT_THREADS) k_attn_prefill_tiled(pt_args a)
+{
+    __shared__ pt_shared sh;
+    pt_block b = pt_block_of(a, blockIdx.x, blockIdx.y, blockIdx.z);
+    if (b.rows <= 0) return; /* the whole block: the sequence has fewer new tokens */
+    const int tid = threadIdx.x;
+    float acc[PT_ACC], keep[PT_ACC];
+    pt_load_q(a, b, sh, tid);
+    pt_run_part(a, b, sh, tid, 0, acc);
+    pt_part_end_new(a, sh, tid, acc, keep);
+    __syncthreads();
+    if (b.s.n_past > 0) {
+        pt_run_part(a, b, sh, tid, 1, acc);
+        pt_part_end_ctx(a, sh, tid);
+        __syncthreads();
+    }
+    pt_store(a, b, sh, tid, acc, keep);
+}
+
 extern "C" mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a)
 {
     if (a->t <= 0) return MLA_OK;
+    if (a->tiled && pt_fits(a->p, a->r, a->v)) {
+        pt_args pa = {a->q_nope, a->q_pe, a->kvx, a->ws_kpe, a->seqs, a->out, a->lse, a->h, a->p, a->r, a->v,
+                      a->scale, a->causal_plus, a->lse_bf16};
+        dim3 grid((a->max_new + PT_QT - 1) / PT_QT, a->n_seqs, a->h);
+        k_attn_prefill_tiled<<<grid, PT_THREADS, 0, st>>>(pa);
+        MLA_HIP_LAUNCHED("k_attn_prefill_tiled");
+        return MLA_OK;
+    }
     dim3 grid(a->t, a->h, 1);
     size_t shm = (size_t)(a->p + a->r + AT_NK) * sizeof(float);
     k_attn_prefill<<<grid, AT_THREADS, shm, st>>>(*a);

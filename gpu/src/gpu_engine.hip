@@ -465,6 +465,8 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
     c->fp8w = opts->profile == MLA_PROFILE_FP8W;
     const char *dk = getenv("MLA_GPU_DECODE"); /* opt-in until validated on a GPU (gpu/NOTES.md) */
     c->decode_tiled = dk && !strcmp(dk, "tiled");
+    const char *pk = getenv("MLA_GPU_PREFILL");
+    c->prefill_tiled = pk && !strcmp(pk, "tiled");
     int L = g->num_hidden_layers, D = g->hidden_size, N = g->vocab_size, R = g->qk_rope_head_dim;
     c->layers = (gpu_layer *)calloc((size_t)L, sizeof(gpu_layer));
     c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));

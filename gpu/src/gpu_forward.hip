@@ -308,7 +308,10 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
             TRY(gpu_gather_ws(st, kv, kvc, kpe, d_seqs, S, n_ws, wkc, wkp));
             gpu_gemm_args ka = {wkc, C, 0, ly->kv_b.w, C, 0, kvx, H * (P + V), 0, n_ws, H * (P + V), C, 1, 0};
             TRY(gpu_gemm_bf16(st, &ka));
-            gpu_prefill_args pa = {qn, qpe, kvx, wkp, d_ts, d_seqs, core, lse, T, H, P, R, V, (float)sc, plus, lse16};
+            int max_new = 0;
+            for (int i = 0; i < S; i++) max_new = b->n_new[i] > max_new ? b->n_new[i] : max_new;
+            gpu_prefill_args pa = {qn, qpe, kvx, wkp, d_ts, d_seqs, core, lse, T, H, P, R, V, (float)sc, plus, lse16,
+                                   S, max_new, c->prefill_tiled};
             TRY(gpu_attn_prefill(st, &pa));
         } else {
             uint16_t *qa, *olat;

@@ -55,6 +55,7 @@ typedef struct gpu_ctx {
     mla_run_opts opts;
     int loaded, fnuz, fp8w;
     int decode_tiled;    /* MLA_GPU_DECODE=tiled at load: the head-grouped decode kernel */
+    int prefill_tiled;   /* MLA_GPU_PREFILL=tiled at load: the query-tiled prefill kernel */
     int dev, n_sm;
     char dev_name[256];
     hipStream_t stream;
@@ -181,6 +182,8 @@ typedef struct gpu_prefill_args {
     int t, h, p, r, v;
     float scale;
     int causal_plus, lse_bf16;
+    int n_seqs, max_new; /* for the tiled kernel's grid */
+    int tiled;           /* 1: the query-tiled kernel (gpu_prefill_tile.h), when the shapes fit it */
 } gpu_prefill_args;
 mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # device_suite.sh [check] [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
 # mla_gpu_bench with the GPU engine, then run what is named (default: check gpu faults): mla_gpu_check
-# (engine vs reference over a scripted batch, an oversized cache's NOMEM message; once per decode
-# kernel), the gpu suite (MLA_GPU_DECODE=tiled in the environment runs it on the tiled kernel), the
+# (engine vs reference over a scripted batch, an oversized cache's NOMEM message; once with the first
+# attention kernels, once with the tiled ones), the gpu suite (MLA_GPU_DECODE=tiled and
+# MLA_GPU_PREFILL=tiled in the environment run it on the tiled kernels), the
 # injected faults on the GPU engine, the kv-8192 suite (gpu-long; LONG_CASES="..." picks its cases,
 # about 280 s each), the kernel benchmark. Reports come back as $OUT/gpu-report.tgz, the benchmark
 # table as $OUT/bench.md. Run from the repository root through the device tool, carry [".deps"]
@@ -32,10 +33,10 @@ $M list | head -3
 R=results/device
 rm -rf $R && mkdir -p $R
 if want check; then
-    for dk in first tiled; do # the two decode kernels (MLA_GPU_DECODE, gpu/NOTES.md)
+    for k in first tiled; do # the first and the tiled attention kernels (gpu/NOTES.md)
         t0=$(date +%s)
-        MLA_GPU_DECODE=$dk ./build-gpu/gpu/mla_gpu_check | tee "$OUTDIR/gpu-check-$dk.log" | tail -16
-        echo "mla_gpu_check, decode kernel $dk: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+        MLA_GPU_DECODE=$k MLA_GPU_PREFILL=$k ./build-gpu/gpu/mla_gpu_check | tee "$OUTDIR/gpu-check-$k.log" | tail -16
+        echo "mla_gpu_check, $k attention kernels: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     done
 fi
 if want bench; then
