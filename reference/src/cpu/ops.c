@@ -33,6 +33,7 @@ int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->opts.profile == MLA_
  * same single-threaded dgemm call shape, whichever thread runs it. */
 #define REF_TILE_N 128
 #define REF_PAR_MIN_FLOPS (1 << 22)
+#define REF_ROW_PAD 8 /* dgemm's widest row unroll on x86-64 kernels (Haswell/Zen: 8, SkylakeX: 8) */
 
 typedef struct {
     int trans_b;
@@ -119,13 +120,32 @@ static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M,
         return;
     }
     (void)ref_threads(); /* first call: OpenBLAS's own threading off, before any dgemm */
-    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y};
-    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
-    if (2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS) {
-        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
-        return;
+    /* Rows padded to a multiple of REF_ROW_PAD with zero rows: every row then goes through dgemm's
+     * full-width micro-kernel, never an edge kernel, so a row's result does not depend on how many
+     * rows share the call (batch invariance of the reference). */
+    int64_t Mp = (M + REF_ROW_PAD - 1) / REF_ROW_PAD * REF_ROW_PAD;
+    double *ap = NULL, *yp = NULL;
+    if (Mp != M) {
+        ap = calloc((size_t)(Mp * K), sizeof(double));
+        yp = malloc((size_t)(Mp * N) * sizeof(double));
+        if (ap && yp) {
+            memcpy(ap, a, (size_t)(M * K) * sizeof(double));
+        } else { /* out of memory: unpadded (correct, only not batch invariant) */
+            free(ap);
+            free(yp);
+            ap = yp = NULL;
+            Mp = M;
+        }
     }
-    ref_parallel_for(tiles, mm_tile, &j);
+    mm_job j = {.trans_b = trans_b, .a = ap ? ap : a, .b = b, .M = Mp, .K = K, .N = N, .y = yp ? yp : y};
+    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
+    if (2.0 * (double)Mp * (double)K * (double)N < REF_PAR_MIN_FLOPS)
+        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
+    else
+        ref_parallel_for(tiles, mm_tile, &j);
+    if (yp) memcpy(y, yp, (size_t)(M * N) * sizeof(double));
+    free(ap);
+    free(yp);
 }
 
 void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
