@@ -1,13 +1,14 @@
 #!/bin/bash
-# device_suite.sh [check] [gpu] [faults] [long] [bench]: on the lent GPU machine, build mlacheck and
-# mla_gpu_bench with the GPU engine, then run what is named (default: check gpu faults): mla_gpu_check
-# (engine vs reference over a scripted batch, an oversized cache's NOMEM message; once with the first
-# attention kernels, once with the tiled ones), the gpu suite (MLA_GPU_DECODE=tiled and
-# MLA_GPU_PREFILL=tiled in the environment run it on the tiled kernels), the
-# injected faults on the GPU engine, the kv-8192 suite (gpu-long; LONG_CASES="..." picks its cases,
-# about 280 s each), the kernel benchmark. Reports come back as $OUT/gpu-report.tgz, the benchmark
-# table as $OUT/bench.md. Run from the repository root through the device tool, carry [".deps"]
-# (make it first with gpu/tools/make_deps.sh).
+# device_suite.sh [check] [gpu] [faults] [long] [bench] (default: check gpu faults): on the lent GPU
+# machine, build mlacheck, mla_gpu_check and mla_gpu_bench with the GPU engine, then run what is named:
+#   check   mla_gpu_check (engine vs reference over a scripted batch, the oversized-cache NOMEM case),
+#           once with the first attention kernels and once with the tiled ones
+#   gpu     the gpu suite (MLA_GPU_DECODE=tiled MLA_GPU_PREFILL=tiled in the environment: tiled kernels)
+#   faults  each injected fault in the GPU engine (tiny-v3-faults case)
+#   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
+#   bench   mla_gpu_bench (both kernels of each workload)
+# Reports come back as $OUT/gpu-report.tgz, the benchmark table as $OUT/bench.md. Run from the
+# repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
 WHAT=" ${*:-check gpu faults} "
