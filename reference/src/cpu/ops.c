@@ -112,6 +112,17 @@ void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
     pthread_mutex_destroy(&j.lock);
 }
 
+/* y[M,N] over fixed column tiles, in parallel when the product is large enough. */
+static void matmul_rows(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y};
+    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
+    if (2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS)
+        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
+    else
+        ref_parallel_for(tiles, mm_tile, &j);
+}
+
 static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
 {
     if (M == 0 || N == 0) return;
@@ -120,30 +131,22 @@ static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M,
         return;
     }
     (void)ref_threads(); /* first call: OpenBLAS's own threading off, before any dgemm */
-    /* Rows padded to a multiple of REF_ROW_PAD with zero rows: every row then goes through dgemm's
-     * full-width micro-kernel, never an edge kernel, so a row's result does not depend on how many
-     * rows share the call (batch invariance of the reference). */
-    int64_t Mp = (M + REF_ROW_PAD - 1) / REF_ROW_PAD * REF_ROW_PAD;
-    double *ap = NULL, *yp = NULL;
-    if (Mp != M) {
-        ap = calloc((size_t)(Mp * K), sizeof(double));
-        yp = malloc((size_t)(Mp * N) * sizeof(double));
-        if (ap && yp) {
-            memcpy(ap, a, (size_t)(M * K) * sizeof(double));
-        } else { /* out of memory: unpadded (correct, only not batch invariant) */
-            free(ap);
-            free(yp);
-            ap = yp = NULL;
-            Mp = M;
-        }
+    /* Rows go to dgemm in multiples of REF_ROW_PAD: the whole multiple as it is, the remaining rows
+     * zero-padded to one more block. Every row then goes through dgemm's full-width micro-kernel, never
+     * an edge kernel, so a row's result does not depend on how many rows share the call (batch
+     * invariance of the reference, NUMERICS.md). */
+    int64_t M8 = M / REF_ROW_PAD * REF_ROW_PAD, tail = M - M8;
+    if (M8 > 0) matmul_rows(trans_b, a, b, M8, K, N, y);
+    if (tail == 0) return;
+    double *ap = calloc((size_t)(REF_ROW_PAD * K), sizeof(double));
+    double *yp = malloc((size_t)(REF_ROW_PAD * N) * sizeof(double));
+    if (ap && yp) {
+        memcpy(ap, a + M8 * K, (size_t)(tail * K) * sizeof(double));
+        matmul_rows(trans_b, ap, b, REF_ROW_PAD, K, N, yp);
+        memcpy(y + M8 * N, yp, (size_t)(tail * N) * sizeof(double));
+    } else { /* out of memory for two small blocks: unpadded (correct, only not batch invariant) */
+        matmul_rows(trans_b, a + M8 * K, b, tail, K, N, y + M8 * N);
     }
-    mm_job j = {.trans_b = trans_b, .a = ap ? ap : a, .b = b, .M = Mp, .K = K, .N = N, .y = yp ? yp : y};
-    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
-    if (2.0 * (double)Mp * (double)K * (double)N < REF_PAR_MIN_FLOPS)
-        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
-    else
-        ref_parallel_for(tiles, mm_tile, &j);
-    if (yp) memcpy(y, yp, (size_t)(M * N) * sizeof(double));
     free(ap);
     free(yp);
 }
