@@ -191,55 +191,69 @@ done:
     return st;
 }
 
-/* The decode query [q_absorbed | q_pe] quantized to fp8 and back, when the profile or a fault says so. */
-static void mqa_query_quant(const ref_ctx *c, double *qf, int64_t n)
-{
-    int fault = (c->opts.faults & MLA_FAULT(MLA_FAULT_FP8_Q_SATURATION)) != 0;
-    int want = c->opts.profile == MLA_PROFILE_FP8KV && c->opts.fp8_query;
-    if (!fault && !want) return;
-    mla_dtype t = (want && c->opts.fp8_kind == MLA_FP8_FNUZ) ? MLA_E4M3FNUZ : MLA_E4M3FN;
-    float s = want ? (float)c->opts.q_scale : 1.0f;
-    for (int64_t i = 0; i < n; i++)
-        qf[i] = (double)(float)((double)mla_fp8_decode(t, mla_fp8_encode(t, (float)qf[i] / s)) * s);
-}
-
-void ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                  double *q_abs, double *core, double *lse)
+mla_status ref_mqa_query(const ref_ctx *c, int layer, int64_t n, const double *q, double *q_abs, double *qf)
 {
     const mla_config *cf = c->cfg;
     int64_t H = cf->num_attention_heads, P = cf->qk_nope_head_dim, R = cf->qk_rope_head_dim;
     int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, Dqk = P + R, W = P + V, L = C + R;
-    int64_t S = n_past + n;
     const double *kvb = c->layers[layer].kv_b;
-    double scale = ref_softmax_scale(c);
-    int slack = ref_mask_slack(c);
-
-    double *qn = malloc((size_t)(n * P) * sizeof(double));
-    double *qa = malloc((size_t)(n * C) * sizeof(double));
-    double *qf = malloc((size_t)(n * H * L) * sizeof(double)); /* rows (t, h) */
+    double *qn = malloc((size_t)(n * P + 1) * sizeof(double));
+    double *qa = malloc((size_t)(n * C + 1) * sizeof(double));
+    if (!qn || !qa) {
+        free(qn);
+        free(qa);
+        return mla_errorf(MLA_ERR_NOMEM, "reference attention (layer %d): decode query of %lld tokens", layer,
+                          (long long)n);
+    }
     for (int64_t h = 0; h < H; h++) {
         for (int64_t t = 0; t < n; t++) memcpy(qn + t * P, q + (t * H + h) * Dqk, (size_t)P * sizeof(double));
         ref_matmul_nn(qn, kvb + h * W * C, n, P, C, qa); /* q_nope[h] . W_UK[h] */
         for (int64_t t = 0; t < n; t++) {
             double *dst = qf + (t * H + h) * L;
-            for (int64_t d = 0; d < C; d++) {
-                dst[d] = ref_rnd(c, qa[t * C + d]);
-                q_abs[(t * H + h) * C + d] = dst[d];
-            }
+            for (int64_t d = 0; d < C; d++) q_abs[(t * H + h) * C + d] = dst[d] = ref_rnd(c, qa[t * C + d]);
             memcpy(dst + C, q + (t * H + h) * Dqk + P, (size_t)R * sizeof(double));
         }
     }
-    mqa_query_quant(c, qf, n * H * L);
+    free(qn);
+    free(qa);
+    /* [q_absorbed | q_pe] quantized to fp8 and back, when the profile or a fault says so */
+    int fault = (c->opts.faults & MLA_FAULT(MLA_FAULT_FP8_Q_SATURATION)) != 0;
+    int want = c->opts.profile == MLA_PROFILE_FP8KV && c->opts.fp8_query;
+    if (!fault && !want) return MLA_OK;
+    mla_dtype ty = (want && c->opts.fp8_kind == MLA_FP8_FNUZ) ? MLA_E4M3FNUZ : MLA_E4M3FN;
+    float s = want ? (float)c->opts.q_scale : 1.0f;
+    for (int64_t i = 0; i < n * H * L; i++)
+        qf[i] = (double)(float)((double)mla_fp8_decode(ty, mla_fp8_encode(ty, (float)qf[i] / s)) * s);
+    return MLA_OK;
+}
 
-    double *kc = malloc((size_t)(S * L) * sizeof(double));
-    double *vc = malloc((size_t)(S * C) * sizeof(double));
+mla_status ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
+                        double *q_abs, double *core, double *lse)
+{
+    const mla_config *cf = c->cfg;
+    int64_t H = cf->num_attention_heads, P = cf->qk_nope_head_dim, R = cf->qk_rope_head_dim;
+    int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, W = P + V, L = C + R;
+    int64_t S = n_past + n;
+    const double *kvb = c->layers[layer].kv_b;
+    double scale = ref_softmax_scale(c);
+    int slack = ref_mask_slack(c);
+
+    double *qf = malloc((size_t)(n * H * L + 1) * sizeof(double)); /* rows (t, h) */
+    double *kc = malloc((size_t)(S * L + 1) * sizeof(double));
+    double *vc = malloc((size_t)(S * C + 1) * sizeof(double));
+    double *s = malloc((size_t)(H * S + 1) * sizeof(double));
+    int64_t *vis = malloc((size_t)H * sizeof(int64_t));
+    double *ol = malloc((size_t)(H * C) * sizeof(double));
+    mla_status st = (qf && kc && vc && s && vis && ol)
+                        ? MLA_OK
+                        : mla_errorf(MLA_ERR_NOMEM, "reference attention (layer %d): decode over %lld rows", layer,
+                                     (long long)S);
+    if (!st) st = ref_mqa_query(c, layer, n, q, q_abs, qf);
+    if (st) goto done;
     for (int64_t j = 0; j < S; j++) {
         ref_cache_read(c, layer, seq, j, kc + j * L);
         memcpy(vc + j * C, kc + j * L, (size_t)C * sizeof(double));
     }
-    double *s = malloc((size_t)(H * S) * sizeof(double));
-    int64_t *vis = malloc((size_t)H * sizeof(int64_t));
-    double *ol = malloc((size_t)(H * C) * sizeof(double));
     for (int64_t t = 0; t < n; t++) {
         ref_matmul_nt(qf + t * H * L, kc, H, L, S, s);
         for (int64_t i = 0; i < H * S; i++) s[i] *= scale;
@@ -252,5 +266,7 @@ void ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t 
             ref_matmul_nt(ol + h * C, kvb + (h * W + P) * C, 1, C, V, core + (t * H + h) * V);
     }
     ref_rnd_vec(c, core, n * H * V);
-    free(qn); free(qa); free(qf); free(kc); free(vc); free(s); free(vis); free(ol);
+done:
+    free(qf); free(kc); free(vc); free(s); free(vis); free(ol);
+    return st;
 }

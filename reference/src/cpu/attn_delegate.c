@@ -129,51 +129,28 @@ static float *to_f32(const double *x, int64_t n)
     return y;
 }
 
-/* attention.c's decode-query quantization (fp8kv with fp8_query, or the saturation fault). */
-static void query_quant(const ref_ctx *c, double *qf, int64_t n)
-{
-    int fault = (c->opts.faults & MLA_FAULT(MLA_FAULT_FP8_Q_SATURATION)) != 0;
-    int want = c->opts.profile == MLA_PROFILE_FP8KV && c->opts.fp8_query;
-    if (!fault && !want) return;
-    mla_dtype t = (want && c->opts.fp8_kind == MLA_FP8_FNUZ) ? MLA_E4M3FNUZ : MLA_E4M3FN;
-    float s = want ? (float)c->opts.q_scale : 1.0f;
-    for (int64_t i = 0; i < n; i++)
-        qf[i] = (double)(float)((double)mla_fp8_decode(t, mla_fp8_encode(t, (float)qf[i] / s)) * s);
-}
-
 mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
                                  const double *q, double *q_abs, double *core, double *lse)
 {
     const mla_config *cf = c->cfg;
     int64_t H = cf->num_attention_heads, P = cf->qk_nope_head_dim, R = cf->qk_rope_head_dim;
-    int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, Dqk = P + R, W = P + V, L = C + R;
+    int64_t V = cf->v_head_dim, C = cf->kv_lora_rank, W = P + V, L = C + R;
     const double *kvb = c->layers[layer].kv_b;
     mla_status st = check_shape(c);
     if (!st && n > 1) st = need(c, MLA_ATTN_FEAT_MULTI_TOKEN_DECODE, n, "multi-token decode s_q");
     if (st || n == 0) return st;
     pool p;
     if ((st = pool_build(c, layer, seq, n_past + n, &p))) return st;
-    double *qn = malloc((size_t)(n * P) * sizeof(double));
-    double *qa = malloc((size_t)(n * C) * sizeof(double));
     double *qf = malloc((size_t)(n * H * L) * sizeof(double)); /* rows (t, h) */
     float *out = malloc((size_t)(n * H * C) * sizeof(float));
     float *lsef = malloc((size_t)(n * H) * sizeof(float));
     double *ol = malloc((size_t)C * sizeof(double));
     float *q32 = NULL;
-    if (!qn || !qa || !qf || !out || !lsef || !ol) {
+    if (!qf || !out || !lsef || !ol) {
         st = mla_errorf(MLA_ERR_NOMEM, "hybrid engine: mqa layer %d", layer);
         goto done;
     }
-    for (int64_t h = 0; h < H; h++) { /* q_absorbed exactly as attention.c forms it */
-        for (int64_t t = 0; t < n; t++) memcpy(qn + t * P, q + (t * H + h) * Dqk, (size_t)P * sizeof(double));
-        ref_matmul_nn(qn, kvb + h * W * C, n, P, C, qa); /* q_nope[h] . W_UK[h] */
-        for (int64_t t = 0; t < n; t++) {
-            double *dst = qf + (t * H + h) * L;
-            for (int64_t d = 0; d < C; d++) q_abs[(t * H + h) * C + d] = dst[d] = ref_rnd(c, qa[t * C + d]);
-            memcpy(dst + C, q + (t * H + h) * Dqk + P, (size_t)R * sizeof(double));
-        }
-    }
-    query_quant(c, qf, n * H * L);
+    if ((st = ref_mqa_query(c, layer, n, q, q_abs, qf))) goto done; /* as the reference's own decode */
     if (!(q32 = to_f32(qf, n * H * L))) {
         st = mla_errorf(MLA_ERR_NOMEM, "hybrid engine: mqa query");
         goto done;
@@ -194,7 +171,7 @@ mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n
     ref_rnd_vec(c, core, n * H * V);
 done:
     pool_free(&p);
-    free(qn); free(qa); free(qf); free(out); free(lsef); free(ol); free(q32);
+    free(qf); free(out); free(lsef); free(ol); free(q32);
     return st;
 }
 

@@ -238,9 +238,9 @@ static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const
         for (int i = 0; i < n; i++)
             if ((st = ref_cache_write(c, l, seq, np + i, kv_c + (t0 + i) * C, k_pe + (t0 + i) * R)))
                 goto done;
-        if (absorbed)
-            ref_attn_mqa(c, l, seq, np, n, q + t0 * H * Dqk, q_abs + t0 * H * C, core + t0 * H * V,
-                         lse + t0 * H);
+        if (absorbed && (st = ref_attn_mqa(c, l, seq, np, n, q + t0 * H * Dqk, q_abs + t0 * H * C,
+                                           core + t0 * H * V, lse + t0 * H)))
+            goto done;
     }
     TAP(attn_out, l, MLA_TAP_ATTN_OUT);
     ref_linear(c, core, lw->o, T, H * V, D, 1, attn_out);

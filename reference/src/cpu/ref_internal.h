@@ -91,10 +91,13 @@ mla_status ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, in
                         const double *kv_c_new, const double *k_pe_new, double *core, double *lse);
 /* Absorbed form over the paged cache rows [0, n_past+n) (the new rows already written).
  * q[n,H,P+R] -> q_abs[n,H,C], core[n,H,V], lse[n,H]. */
-void ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                  double *q_abs, double *core, double *lse);
+mla_status ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
+                        double *q_abs, double *core, double *lse);
 /* Softmax scale with the fault applied. */
 double ref_softmax_scale(const ref_ctx *c);
+/* The absorbed decode query: q_abs[n,H,C] = bf16(q_nope . W_UK) per head, qf[n*H, C+R] = [q_abs | q_pe]
+ * rows (t, h), quantized to fp8 and back when the profile (fp8_query) or the saturation fault says so. */
+mla_status ref_mqa_query(const ref_ctx *c, int layer, int64_t n, const double *q, double *q_abs, double *qf);
 
 /* ---- delegated attention (attn_delegate.c): same contracts as above, through c->attn_ops.
  * Both read the new tokens' rows from the cache, so the caller writes them first. ---- */
