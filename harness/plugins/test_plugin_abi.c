@@ -123,17 +123,24 @@ static void print_case(void *user, const mla_opcase *c, const mla_opcase_result 
            r->verdict == MLA_OPCASE_PASS ? "" : r->why);
 }
 
-static void test_ref_plugin_passes_smoke(void **state)
+/* The ops-smoke suite through an operator plugin; the per-case results (caller frees). */
+static mla_opcase_result *run_ops_smoke(const char *engine, mla_opcheck_summary *s)
 {
-    (void)state;
     const mla_attn_ops *ops = NULL;
-    assert_int_equal(mla_opcheck_open(ENGINE(MLA_REF_PLUGIN), &ops), MLA_OK);
+    assert_int_equal(mla_opcheck_open(engine, &ops), MLA_OK);
     mla_opcheck_opts o;
     mla_opcheck_opts_default(&o);
     o.on_case = print_case;
-    mla_opcheck_summary s;
     mla_opcase_result *res = NULL;
-    assert_int_equal(mla_opcheck_run_suite("ops-smoke", ops, &o, &s, &res), MLA_OK);
+    assert_int_equal(mla_opcheck_run_suite("ops-smoke", ops, &o, s, &res), MLA_OK);
+    return res;
+}
+
+static void test_ref_plugin_passes_smoke(void **state)
+{
+    (void)state;
+    mla_opcheck_summary s;
+    mla_opcase_result *res = run_ops_smoke(ENGINE(MLA_REF_PLUGIN), &s);
     assert_int_equal(s.n_cases, 10);
     assert_int_equal(s.n_pass, s.n_cases);
     assert_int_equal(mla_opcheck_exit_code(MLA_OK, &s), 0);
@@ -148,14 +155,8 @@ static void test_ref_plugin_passes_smoke(void **state)
 static void test_buggy_plugin_fails_smoke(void **state)
 {
     (void)state;
-    const mla_attn_ops *ops = NULL;
-    assert_int_equal(mla_opcheck_open(ENGINE(MLA_BUGGY_PLUGIN), &ops), MLA_OK);
-    mla_opcheck_opts o;
-    mla_opcheck_opts_default(&o);
-    o.on_case = print_case;
     mla_opcheck_summary s;
-    mla_opcase_result *res = NULL;
-    assert_int_equal(mla_opcheck_run_suite("ops-smoke", ops, &o, &s, &res), MLA_OK);
+    mla_opcase_result *res = run_ops_smoke(ENGINE(MLA_BUGGY_PLUGIN), &s);
     assert_int_equal(s.n_skip, 2); /* the fp8ds cases */
     assert_int_equal(s.n_pass, 0);
     assert_int_equal(s.n_fail, s.n_cases - s.n_skip);
