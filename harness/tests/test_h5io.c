@@ -275,6 +275,21 @@ static void test_write_rejects_bad_shape(void **state)
     mla_dump_free(d);
 }
 
+/* The whole file (caller frees) and its size. */
+static unsigned char *slurp(const char *path, long *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    unsigned char *buf = malloc((size_t)*size);
+    assert_non_null(buf);
+    fseek(f, 0, SEEK_SET);
+    assert_int_equal(fread(buf, 1, (size_t)*size, f), (size_t)*size);
+    fclose(f);
+    return buf;
+}
+
 static void test_truncated_file(void **state)
 {
     (void)state;
@@ -306,17 +321,13 @@ static void test_flipped_byte(void **state)
     write_sample(path);
     /* find the embed data (f64 little-endian bytes of element 2) and flip one bit in it */
     double marker = 1.2345678901234567e300;
-    FILE *f = fopen(path, "r+b");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    unsigned char *buf = malloc((size_t)size);
-    assert_non_null(buf);
-    fseek(f, 0, SEEK_SET);
-    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+    long size;
+    unsigned char *buf = slurp(path, &size);
     unsigned char *hit = memmem(buf, (size_t)size, &marker, sizeof marker);
     assert_non_null(hit);
     long off = (long)(hit - buf) + 3;
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
     fseek(f, off, SEEK_SET);
     fputc(buf[off] ^ 0x10, f);
     fclose(f);
@@ -335,15 +346,8 @@ static void test_corrupt_every_byte(void **state)
     (void)state;
     const char *path = tmp_path("every.h5"), *bad = tmp_path("every-bad.h5");
     write_sample(path);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    unsigned char *buf = malloc((size_t)size);
-    assert_non_null(buf);
-    fseek(f, 0, SEEK_SET);
-    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-    fclose(f);
+    long size;
+    unsigned char *buf = slurp(path, &size);
     unsigned long long ub = 0;
     assert_int_equal(sscanf((const char *)buf, "mlacheck-h5 1\nuserblock %llu", &ub), 1);
     assert_true(ub >= 512 && (long)ub < size);
