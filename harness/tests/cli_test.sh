@@ -43,6 +43,17 @@ blas-threads)
     OPENBLAS_NUM_THREADS=1 "$MLA" dump --model tiny-v3 --random 20 --inject no-mscale --out "$TMP/f.h5" >/dev/null
     expect_code 1 "$MLA" compare "$TMP/e.h5" "$TMP/f.h5" --check determinism --profile fp64
     ;;
+blas-kernels)
+    # batch invariance holds under every OpenBLAS kernel family this CPU can run (each chooses its
+    # kernels by shape differently; the AVX-512 ones broke it before 2026-12-01, NUMERICS.md)
+    cores="Haswell Zen"
+    grep -qw avx512f /proc/cpuinfo && cores="$cores SkylakeX Cooperlake"
+    grep -qw avx2 /proc/cpuinfo || cores=""
+    for core in $cores; do
+        OPENBLAS_CORETYPE=$core expect_code 0 "$MLA" run --suite ci --case tiny-v3-batch --quiet --results "$TMP/r-$core"
+        echo "batch invariance with OpenBLAS core $core: pass"
+    done
+    ;;
 dump-schema)
     # dump writes /tokens, /logits (every position on the decode path), /final_norm, /layers/<i>/<tap> as f64
     expect_code 0 "$MLA" dump --model tiny-v3 --tokens 3,1,4,1,5 --path decode --prefill-len 2 --profile fp64 --out "$TMP/d.h5"

@@ -294,7 +294,7 @@ static mla_status ref_forward(ref_engine *e, const mla_batch *b, int absorbed)
     TAP(fin, 0, MLA_TAP_FINAL_NORM);
     ref_rmsnorm(c, x, D, c->final_norm, T, D, cf->rms_norm_eps, fin, D);
     TAP(logits, 0, MLA_TAP_LOGITS);
-    ref_matmul_nt(fin, c->lm_head, T, D, N, logits);
+    ref_matmul_nt_batch(fin, c->lm_head, T, D, N, logits);
     ref_rnd32_vec(c, logits, T * N);
     for (int s = 0; s < b->n_seqs; s++) c->seq_len[b->seq_ids[s]] += b->n_new[s];
 done:

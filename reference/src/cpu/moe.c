@@ -92,7 +92,7 @@ void ref_moe(const ref_ctx *c, const ref_layer *lw, const double *x, int64_t T, 
     const mla_config *cf = c->cfg;
     int64_t D = cf->hidden_size, E = cf->n_routed_experts, K = cf->num_experts_per_tok;
     int64_t Im = cf->moe_intermediate_size;
-    ref_matmul_nt(x, lw->gate, T, D, E, router_logits); /* the gate is never fp8 */
+    ref_matmul_nt_batch(x, lw->gate, T, D, E, router_logits); /* the gate is never fp8 */
     ref_rnd32_vec(c, router_logits, T * E);
     for (int64_t t = 0; t < T; t++) route_token(c, lw, router_logits + t * E, ids + t * K, weights + t * K);
 

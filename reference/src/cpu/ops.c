@@ -33,27 +33,7 @@ int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->opts.profile == MLA_
  * same single-threaded dgemm call shape, whichever thread runs it. */
 #define REF_TILE_N 128
 #define REF_PAR_MIN_FLOPS (1 << 22)
-#define REF_ROW_PAD 8 /* dgemm's widest row unroll on x86-64 kernels (Haswell/Zen: 8, SkylakeX: 8) */
-
-typedef struct {
-    int trans_b;
-    const double *a, *b;
-    int64_t M, K, N;
-    double *y;
-} mm_job;
-
-/* Output columns [t REF_TILE_N, (t + 1) REF_TILE_N) of one product: a ref_parallel_for task. */
-static void mm_tile(void *arg, int64_t t)
-{
-    const mm_job *j = arg;
-    int64_t n0 = t * REF_TILE_N, nn = j->N - n0 < REF_TILE_N ? j->N - n0 : REF_TILE_N;
-    if (j->trans_b) /* b[N,K]: rows n0.. */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->M, (int)nn, (int)j->K, 1.0, j->a, (int)j->K,
-                    j->b + n0 * j->K, (int)j->K, 0.0, j->y + n0, (int)j->N);
-    else /* b[K,N]: columns n0.. */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)j->M, (int)nn, (int)j->K, 1.0, j->a, (int)j->K,
-                    j->b + n0, (int)j->N, 0.0, j->y + n0, (int)j->N);
-}
+#define REF_ROW_PAD 8 /* rows per dgemm call of a batch product; the widest x86-64 row unroll */
 
 /* Set on threads running ref_parallel_for tasks: nested parallel regions run serially. */
 static __thread int tls_in_parallel;
@@ -112,18 +92,53 @@ void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
     pthread_mutex_destroy(&j.lock);
 }
 
-/* y[M,N] over fixed column tiles, in parallel when the product is large enough. */
-static void matmul_rows(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+typedef struct {
+    int trans_b;
+    const double *a, *b;
+    int64_t M, K, N, rb, tiles, rblocks;
+    double *y;
+} mm_job;
+
+/* One (row block, column tile) of a product, a ref_parallel_for task: rows [r rb, (r + 1) rb),
+ * columns [t REF_TILE_N, (t + 1) REF_TILE_N). A partial row block runs zero-padded to
+ * REF_ROW_PAD rows (to rb rows for batch products), so dgemm never uses an edge kernel for it. */
+static void mm_task(void *arg, int64_t i)
 {
-    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .y = y};
-    int64_t tiles = (N + REF_TILE_N - 1) / REF_TILE_N;
-    if (2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS)
-        for (int64_t t = 0; t < tiles; t++) mm_tile(&j, t);
-    else
-        ref_parallel_for(tiles, mm_tile, &j);
+    const mm_job *j = arg;
+    int64_t t = i / j->rblocks, r = i % j->rblocks; /* row blocks inner: a weight tile stays in cache */
+    int64_t m0 = r * j->rb, mm = j->M - m0 < j->rb ? j->M - m0 : j->rb;
+    int64_t n0 = t * REF_TILE_N, nn = j->N - n0 < REF_TILE_N ? j->N - n0 : REF_TILE_N;
+    int64_t rows = mm % REF_ROW_PAD ? (j->rb == REF_ROW_PAD ? REF_ROW_PAD : (mm + REF_ROW_PAD - 1) / REF_ROW_PAD * REF_ROW_PAD) : mm;
+    const double *a = j->a + m0 * j->K;
+    double *y = j->y + m0 * j->N + n0, *ap = NULL, *yp = NULL;
+    int64_t ldy = j->N;
+    if (rows > mm) {
+        ap = calloc((size_t)(rows * j->K), sizeof(double));
+        yp = malloc((size_t)(rows * nn) * sizeof(double));
+        if (ap && yp) {
+            memcpy(ap, a, (size_t)(mm * j->K) * sizeof(double));
+            a = ap, y = yp, ldy = nn;
+        } else { /* out of memory for a pad: unpadded (correct, only not batch invariant) */
+            free(ap), free(yp), ap = yp = NULL, rows = mm;
+        }
+    }
+    if (j->trans_b) /* b[N,K]: rows n0.. */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)nn, (int)j->K, 1.0, a, (int)j->K,
+                    j->b + n0 * j->K, (int)j->K, 0.0, y, (int)ldy);
+    else /* b[K,N]: columns n0.. */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)nn, (int)j->K, 1.0, a, (int)j->K,
+                    j->b + n0, (int)j->N, 0.0, y, (int)ldy);
+    if (yp)
+        for (int64_t m = 0; m < mm; m++) memcpy(j->y + (m0 + m) * j->N + n0, yp + m * nn, (size_t)nn * sizeof(double));
+    free(ap);
+    free(yp);
 }
 
-static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+/* y[M,N] = a[M,K] b, in fixed column tiles. rb: rows per dgemm call; batch products pass REF_ROW_PAD
+ * so every call has the same shape whatever the batch, others pass M (one call per tile: the whole
+ * multiple of REF_ROW_PAD, then the padded rest). */
+static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M, int64_t K, int64_t N, int64_t rb,
+                       double *y)
 {
     if (M == 0 || N == 0) return;
     if (K == 0) {
@@ -131,34 +146,29 @@ static void ref_matmul(int trans_b, const double *a, const double *b, int64_t M,
         return;
     }
     (void)ref_threads(); /* first call: OpenBLAS's own threading off, before any dgemm */
-    /* Rows go to dgemm in multiples of REF_ROW_PAD: the whole multiple as it is, the remaining rows
-     * zero-padded to one more block. Every row then goes through dgemm's full-width micro-kernel, never
-     * an edge kernel, so a row's result does not depend on how many rows share the call (batch
-     * invariance of the reference, NUMERICS.md). */
-    int64_t M8 = M / REF_ROW_PAD * REF_ROW_PAD, tail = M - M8;
-    if (M8 > 0) matmul_rows(trans_b, a, b, M8, K, N, y);
-    if (tail == 0) return;
-    double *ap = calloc((size_t)(REF_ROW_PAD * K), sizeof(double));
-    double *yp = malloc((size_t)(REF_ROW_PAD * N) * sizeof(double));
-    if (ap && yp) {
-        memcpy(ap, a + M8 * K, (size_t)(tail * K) * sizeof(double));
-        matmul_rows(trans_b, ap, b, REF_ROW_PAD, K, N, yp);
-        memcpy(y + M8 * N, yp, (size_t)(tail * N) * sizeof(double));
-    } else { /* out of memory for two small blocks: unpadded (correct, only not batch invariant) */
-        matmul_rows(trans_b, a + M8 * K, b, tail, K, N, y + M8 * N);
-    }
-    free(ap);
-    free(yp);
+    if (rb >= M) rb = M >= REF_ROW_PAD ? M / REF_ROW_PAD * REF_ROW_PAD : M;
+    mm_job j = {.trans_b = trans_b, .a = a, .b = b, .M = M, .K = K, .N = N, .rb = rb,
+                .tiles = (N + REF_TILE_N - 1) / REF_TILE_N, .rblocks = (M + rb - 1) / rb, .y = y};
+    int64_t tasks = j.rblocks * j.tiles;
+    if (2.0 * (double)M * (double)K * (double)N < REF_PAR_MIN_FLOPS)
+        for (int64_t i = 0; i < tasks; i++) mm_task(&j, i);
+    else
+        ref_parallel_for(tasks, mm_task, &j);
 }
 
 void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
 {
-    ref_matmul(1, a, b, M, K, N, y);
+    ref_matmul(1, a, b, M, K, N, M, y);
+}
+
+void ref_matmul_nt_batch(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
+{
+    ref_matmul(1, a, b, M, K, N, REF_ROW_PAD, y);
 }
 
 void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y)
 {
-    ref_matmul(0, a, b, M, K, N, y);
+    ref_matmul(0, a, b, M, K, N, M, y);
 }
 
 /* x[T,K] -> dequantized 1x128 e4m3 activations (DeepSeek act_quant), in place. */
@@ -187,10 +197,10 @@ void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, i
         double *xq = malloc((size_t)(T * K) * sizeof(double));
         memcpy(xq, x, (size_t)(T * K) * sizeof(double));
         ref_act_quant_inplace(xq, T, K);
-        ref_matmul_nt(xq, w, T, K, N, y);
+        ref_matmul_nt_batch(xq, w, T, K, N, y);
         free(xq);
     } else {
-        ref_matmul_nt(x, w, T, K, N, y);
+        ref_matmul_nt_batch(x, w, T, K, N, y);
     }
     ref_rnd_vec(c, y, T * N);
 }

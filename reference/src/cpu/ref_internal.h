@@ -62,8 +62,11 @@ void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, i
 /* fn(arg, i) for i in [0, n) on the reference's threads; tasks must be independent. Matrix products
  * inside a task run single-threaded with the same tiles, so results do not depend on the split. */
 void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
-/* Plain y[M,N] = a[M,K] . b[N,K]^T (no rounding). */
+/* Plain y[M,N] = a[M,K] . b[N,K]^T (no rounding), for products within one sequence. */
 void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
+/* ref_matmul_nt for products whose rows span a batch (projections, router): dgemm sees the same
+ * call shape whatever the batch, so a row's result does not depend on its neighbours. */
+void ref_matmul_nt_batch(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
 /* Plain y[M,N] = a[M,K] . b[K,N]. */
 void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
 /* y[T,n] = gamma * x / sqrt(mean(x^2) + eps), x row stride ldx; one rounding. */
