@@ -7,21 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
- * (e.g. layer 0, where engines that share rounding points agree almost bit for bit). */
-static void limits_from_rule(const mla_rule_limits *r, mla_cmp_limits *l)
-{
-    l->max_abs = r->max_abs;
-    l->max_rel = r->max_rel;
-    l->rel_floor = r->rel_floor;
-    l->nmse = r->nmse;
-    l->cos_diff = r->cos_diff;
-    l->mismatch_frac = r->mismatch_frac;
-    l->ulp_p99 = r->ulp_p99;
-    l->rel_l2 = r->rel_l2;
-    l->ulp_dtype = r->ulp_dtype;
-}
-
 /* A copy of t with only the token rows r in [lo, hi) whose mask[r] == 0. */
 static mla_status rows_subset(const mla_tensor *t, int lo, int hi, const unsigned char *mask, mla_tensor **out)
 {
@@ -69,6 +54,8 @@ typedef struct {
     int lo, hi;
 } dcmp_state;
 
+/* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
+ * (e.g. layer 0, where engines that share rounding points agree almost bit for bit). */
 static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const char *tap)
 {
     char key[64];
@@ -130,7 +117,7 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
     mla_cmp_routing_result rr;
     if ((st = mla_cmp_routing(xa, xb, sa, sb, &rr))) goto done;
     double frac = rr.n_tokens ? (double)rr.n_flipped_tokens / (double)rr.n_tokens : 0.0;
-    double lim = rl->mismatch_frac;
+    double lim = rl->lim.mismatch_frac;
     int pass = lim > 0 ? frac <= lim : rr.n_flipped_tokens == 0;
     char why[256] = "";
     if (rr.n_flipped_tokens) mla_cmp_format_routing(&rr, why, sizeof why);
@@ -181,10 +168,8 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
         mla_tensor_free(xa);
         return st;
     }
-    mla_cmp_limits lim;
-    limits_from_rule(rl, &lim);
     mla_cmp_result r;
-    st = mla_cmp_tensor(xa, xb, &lim, &r);
+    st = mla_cmp_tensor(xa, xb, &rl->lim, &r);
     if (!st) {
         add_row(s, layer, name, &r, NULL);
         note_result(s, layer, name, r.pass, r.headroom, r.why);

@@ -306,10 +306,7 @@ static void limits_for(const mla_opcheck_opts *o, const char *tap, const char *p
     memset(lim, 0, sizeof *lim);
     const mla_rule_limits *r = o && o->rules ? mla_rules_match(o->rules, tap, profile, MLA_OPCHECK_CHECK) : NULL;
     if (r) {
-#define OP_COPY(f) lim->f = r->f;
-        MLA_RULE_LIMIT_LIST(OP_COPY)
-#undef OP_COPY
-        lim->ulp_dtype = r->ulp_dtype;
+        *lim = r->lim;
         return;
     }
     /* FlashMLA check_is_allclose (tests/test_flash_mla_dense_decoding.py) */

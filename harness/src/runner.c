@@ -583,7 +583,7 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
             verdict_error(r, check, "prefill", st);
         } else {
             const mla_rule_limits *kl = mla_rules_match(r->rules, "noise-floor-k", r->profile, check);
-            double k = kl && kl->max_rel > 0 ? kl->max_rel : 3.0;
+            double k = kl && kl->lim.max_rel > 0 ? kl->lim.max_rel : 3.0;
             for (int i = 0; i < n; i++) {
                 mla_dcmp_result res = {0};
                 int bad = 0;
