@@ -87,16 +87,15 @@ static void note_result(dcmp_state *s, int layer, const char *tap, int pass, dou
     }
 }
 
-static void add_row(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, const char *worst)
+/* kl: the logits' mean KL, or NULL when none was computed. */
+static mla_status add_row(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, const char *worst,
+                          const double *kl)
 {
     const mla_dcmp_ctx *c = s->c;
-    if (!c->rep || c->quiet) return;
-    mla_rep_row row = {.case_name = c->case_name, .check = c->check, .profile = c->profile, .path = c->path,
-                       .layer = layer, .tap = tap, .kv_len = c->kv_len, .n = r->n, .max_abs = r->max_abs,
-                       .max_rel = r->max_rel, .nmse_db = r->nmse_db, .cos_diff = r->cos_diff,
-                       .rel_l2 = r->rel_l2, .ulp_p99 = r->ulp_p99, .headroom = r->headroom,
-                       .worst = worst, .pass = r->pass, .why = r->why};
-    mla_rep_add_metric(c->rep, &row);
+    if (!c->on_row) return MLA_OK;
+    mla_dcmp_row row = {.ctx = c, .layer = layer, .tap = tap, .r = r, .worst = worst, .has_kl = kl != NULL,
+                        .kl_mean = kl ? *kl : 0};
+    return c->on_row(c->user, &row);
 }
 
 static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const mla_dump *b)
@@ -124,7 +123,7 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
     mla_cmp_result r = {.n = rr.n_tokens, .headroom = lim > 0 ? frac / lim : (rr.n_flipped_tokens ? INFINITY : 0),
                         .pass = pass};
     snprintf(r.why, sizeof r.why, "%s%s", pass ? "" : "routing: ", why);
-    add_row(s, layer, "topk_ids", &r, "mismatch_frac");
+    if ((st = add_row(s, layer, "topk_ids", &r, "mismatch_frac", NULL))) goto done;
     note_result(s, layer, "topk_ids", pass, r.headroom, r.why);
     s->out->flipped_tokens += rr.n_flipped_tokens;
     /* mask the flipped tokens from here on: their expert outputs legitimately differ */
@@ -158,9 +157,8 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                  mla_tensor_shape_str(tb, sb, sizeof sb));
         mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
         snprintf(r.why, sizeof r.why, "%s", why);
-        add_row(s, layer, name, &r, "shape");
         note_result(s, layer, name, 0, INFINITY, why);
-        return MLA_OK;
+        return add_row(s, layer, name, &r, "shape", NULL);
     }
     mla_tensor *xa = NULL, *xb = NULL;
     mla_status st;
@@ -171,15 +169,11 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
     mla_cmp_result r;
     st = mla_cmp_tensor(xa, xb, &rl->lim, &r);
     if (!st) {
-        add_row(s, layer, name, &r, NULL);
         note_result(s, layer, name, r.pass, r.headroom, r.why);
-        if (tap == MLA_TAP_LOGITS && xa->shape[0] > 0) {
-            mla_cmp_logits_result lr;
-            if (mla_cmp_logits(xa, xb, &lr) == MLA_OK) {
-                s->out->kl_mean = lr.kl_ab_mean;
-                if (s->c->rep && !s->c->quiet) mla_rep_add_kl(s->c->rep, lr.kl_ab_mean);
-            }
-        }
+        mla_cmp_logits_result lr;
+        int has_kl = tap == MLA_TAP_LOGITS && xa->shape[0] > 0 && mla_cmp_logits(xa, xb, &lr) == MLA_OK;
+        if (has_kl) s->out->kl_mean = lr.kl_ab_mean;
+        st = add_row(s, layer, name, &r, NULL, has_kl ? &lr.kl_ab_mean : NULL);
     }
     mla_tensor_free(xa);
     mla_tensor_free(xb);
@@ -268,9 +262,8 @@ static mla_status bit_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                      (long long)r.n_mismatch, (long long)r.n, (long long)r.worst_index, r.worst_ref, r.worst_cand);
     }
     r.headroom = r.pass ? 0 : INFINITY;
-    add_row(s, layer, name, &r, "bitwise");
     note_result(s, layer, name, r.pass, r.headroom, r.why);
-    return MLA_OK;
+    return add_row(s, layer, name, &r, "bitwise", NULL);
 }
 
 mla_status mla_dcmp_bitwise(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out)

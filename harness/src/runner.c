@@ -321,8 +321,8 @@ static void compare_group(run_state *r, const char *check, const char *path, mla
                           int bitwise)
 {
     for (int i = 0; i < n; i++) {
-        mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = r->cs->name, .check = check,
-                          .profile = r->profile, .path = path, .kv_len = -1};
+        mla_dcmp_ctx c = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name,
+                          .check = check, .profile = r->profile, .path = path, .kv_len = -1};
         mla_dcmp_result res;
         mla_status st = bitwise ? mla_dcmp_bitwise(&c, a[i], b[i], &res) : mla_dcmp(&c, a[i], b[i], &res);
         if (st) {
@@ -420,12 +420,11 @@ static void sweep_group(run_state *r, const char *check, mla_dump **pre, mla_dum
              * fraction and the error statistics are over more than one token */
             int lo = prev > kv - 1 ? kv - 1 : prev;
             prev = kv;
-            mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = cs->name, .check = check,
+            mla_dcmp_ctx c = {.rules = r->rules, .case_name = cs->name, .check = check,
                               .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
                               .kv_len = kv};
             /* record only the end-of-layer taps per length, to keep metrics.tsv readable */
             mla_dcmp_result res;
-            c.quiet = 1;
             mla_status st = mla_dcmp(&c, pre[i], dec[i], &res);
             if (st) {
                 verdict_error(r, check, "decode", st);
@@ -639,8 +638,9 @@ static void compare_decoded(run_state *r, const char *check, mla_dump **a, mla_d
     for (int i = 0; lo > 0 && i < n; i++) {
         int rows = a[i]->tokens ? (int)a[i]->tokens->shape[0] : 0;
         if (lo >= rows) continue;
-        mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = r->cs->name, .check = check,
-                          .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows, .kv_len = rows};
+        mla_dcmp_ctx c = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name,
+                          .check = check, .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows,
+                          .kv_len = rows};
         mla_dcmp_result res;
         mla_status st = mla_dcmp(&c, a[i], b[i], &res);
         if (st) {
