@@ -488,12 +488,3 @@ mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out)
     *out = ops; /* the library stays loaded for the life of the process */
     return MLA_OK;
 }
-
-int mla_opcheck_exit_code(mla_status st, const mla_opcheck_summary *s)
-{
-    if (st == MLA_ERR_UNSUPPORTED) return 77;
-    if (st) return 2;
-    if (s && (s->n_fail || s->n_error)) return 1;
-    if (s && s->n_cases > 0 && s->n_skip == s->n_cases) return 77;
-    return 0;
-}
