@@ -2,6 +2,7 @@
  * failures through the reference under each fault hypothesis (bisect.h). */
 #include "mlacheck/bisect.h"
 
+#include "mla/taps.h"
 #include "mlacheck/driver.h"
 #include "mlacheck/dumpcmp.h"
 #include "mlacheck/failure.h"
