@@ -58,26 +58,34 @@ static void put_TOKENS(text_buf *b, const mla_failure *f, const int32_t *v)
     for (int64_t i = 0; i < f->n_tokens; i++) put(b, "%s%d", i ? "," : "", (int)v[i]);
 }
 
-static int bad_text(const char *s) { return !s || strpbrk(s, "\r\n") != NULL; }
+/* Values the line format cannot hold: a text field must exist and stay on its line. */
+static int bad_TEXT(const char *s) { return !s || strpbrk(s, "\r\n") != NULL; }
+static int bad_INT(int v) { return (void)v, 0; }
+static int bad_HEX(unsigned v) { return (void)v, 0; }
+static int bad_TOKENS(const int32_t *v) { return (void)v, 0; }
 
 /* The dump command that recomputes the candidate's taps, for a person reading the file; the path of
  * a "decoded" verdict is the decode drive. */
 static const char *drive_path(const char *path)
 {
-    return !strcmp(path, "chunked") ? "chunked" : !strcmp(path, "decode") || !strcmp(path, "decoded") ? "decode" : "prefill";
+    if (!strcmp(path, "chunked")) return "chunked";
+    return !strcmp(path, "decode") || !strcmp(path, "decoded") ? "decode" : "prefill";
 }
 
 mla_status mla_failure_format(const mla_failure *f, char **out)
 {
     *out = NULL;
-    const char *text[] = {f->suite, f->case_name, f->check, f->profile, f->path, f->model};
-    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
-        if (bad_text(text[i])) return mla_errorf(MLA_ERR_INVALID, "failure inputs: a text field is NULL or holds a line break");
+#define X(key, field, kind) \
+    if (bad_##kind(f->field)) return mla_errorf(MLA_ERR_INVALID, "failure inputs: %s is NULL or holds a line break", key);
+    MLA_FAILURE_KEY_LIST(X)
+#undef X
     if (f->n_tokens < 0 || (f->n_tokens && !f->tokens))
-        return mla_errorf(MLA_ERR_INVALID, "failure inputs: %lld tokens; expected a token array", (long long)f->n_tokens);
+        return mla_errorf(MLA_ERR_INVALID, "failure inputs: %lld tokens; expected a token array",
+                          (long long)f->n_tokens);
     text_buf b = {.cap = 1024 + (size_t)f->n_tokens * 12};
     if (!(b.s = malloc(b.cap))) return mla_errorf(MLA_ERR_NOMEM, "failure inputs: %zu bytes", b.cap);
-    put(&b, "# mlacheck failing inputs (key = value, harness/include/mlacheck/failure.h); mlacheck bisect --replay reads them\n");
+    put(&b, "# mlacheck failing inputs (key = value, harness/include/mlacheck/failure.h); "
+            "mlacheck bisect --replay reads them\n");
     put(&b, "# replay: mlacheck dump --model %s --profile %s --path %s --prefill-len %d --block-size %d "
             "--tokens $(sed -n 's/^tokens = //p' THIS_FILE) --out x.h5\n",
         f->model, f->profile, drive_path(f->path), f->prefill_len, f->block_size);

@@ -83,10 +83,12 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
         if (k < 0) {
             const char *sug = mla_suite_suggest(key, limit_keys, N_LIMIT_KEYS);
             if (sug) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: unknown key '%s' (did you mean '%s'?)", origin, line, key, sug);
-            return mla_errorf(MLA_ERR_FORMAT,
-                              "%s:%d: unknown key '%s'; expected max_abs, max_rel, rel_floor, nmse, cos_diff, "
-                              "mismatch_frac, ulp_p99, rel_l2 or ulp_dtype",
-                              origin, line, key);
+            char keys[256];
+            size_t m = 0;
+            for (int j = 0; j < N_LIMIT_KEYS; j++)
+                m += (size_t)snprintf(keys + m, m < sizeof keys ? sizeof keys - m : 0, "%s%s", limit_keys[j],
+                                      j == N_LIMIT_KEYS - 1 ? "" : j == N_LIMIT_KEYS - 2 ? " or " : ", ");
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: unknown key '%s'; expected %s", origin, line, key, keys);
         }
         if (seen & (1u << k)) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: key '%s' given twice", origin, line, key);
         seen |= 1u << k;
