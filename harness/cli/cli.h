@@ -26,6 +26,9 @@ int cli_bench(int argc, char **argv);
 
 /* Exit code for a library status: bad input -> 2, engine/device -> 3, skipped -> 77. */
 int cli_exit_for(mla_status st);
+/* Exit code for a run of counted cases: a library status first (cli_exit_for), then a failed case
+ * -> 1, every case skipped -> 77, else 0. */
+int cli_exit_for_counts(mla_status st, int n_failed, int n_skipped, int n_cases);
 /* A project folder ("suites", "golden", "results"): ./name when it exists, else the source tree's. */
 const char *cli_dir(const char *name, char *buf, size_t n);
 /* The git sha of the source tree (or "unknown"). */

@@ -23,6 +23,14 @@ int cli_exit_for(mla_status st)
     }
 }
 
+int cli_exit_for_counts(mla_status st, int n_failed, int n_skipped, int n_cases)
+{
+    if (st) return cli_exit_for(st);
+    if (n_failed) return CLI_EXIT_FAIL;
+    if (n_cases > 0 && n_skipped == n_cases) return CLI_EXIT_SKIP;
+    return CLI_EXIT_PASS;
+}
+
 const char *cli_dir(const char *name, char *buf, size_t n)
 {
     struct stat sb;

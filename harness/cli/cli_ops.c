@@ -1,16 +1,39 @@
-/* proposed body of cli_ops (harness/cli): mlacheck ops --engine E [--suite ops-smoke|ops-full]
- * [--rules FILE] [--format bf16|fp8|fp8ds|f32] [--filter SUBSTR] */
+/* cli_ops.c: `mlacheck ops --engine E [--suite ops-smoke|ops-full] [--rules FILE]
+ * [--format bf16|fp8|fp8ds|f32] [--filter SUBSTR]`: the attention operator cases (opcheck.h) through
+ * the reference's or a plugin's operator, one line per case. */
 #include "cli.h"
+
 #include "mlacheck/opcheck.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+
+static const char *const kv_format_names[] = {
+#define KV_NAME(e, name) name,
+    MLA_KV_FORMAT_LIST(KV_NAME)
+#undef KV_NAME
+};
 
 static void ops_line(void *u, const mla_opcase *c, const mla_opcase_result *r)
 {
     (void)u;
     printf("%-5s %-36s %7.3fs %s\n", mla_opcase_verdict_name(r->verdict), c->name, r->seconds,
            r->verdict == MLA_OPCASE_PASS ? "" : r->why);
+}
+
+/* --format NAME into *out (an mla_kv_format); -1 with a message for an unknown name. */
+static int parse_format(const char *name, int *out)
+{
+    for (int i = 0; i < MLA_KV_FORMAT_COUNT; i++)
+        if (!strcmp(name, kv_format_names[i])) {
+            *out = i;
+            return 0;
+        }
+    fprintf(stderr, "mlacheck ops: --format %s: expected one of", name);
+    for (int i = 0; i < MLA_KV_FORMAT_COUNT; i++) fprintf(stderr, " %s", kv_format_names[i]);
+    fputc('\n', stderr);
+    return -1;
 }
 
 int cli_ops(int argc, char **argv)
@@ -22,18 +45,21 @@ int cli_ops(int argc, char **argv)
     mla_opcheck_opts_default(&o);
     o.on_case = ops_line;
     for (int c; (c = getopt_long(argc, argv, "e:s:r:f:k:", lo, NULL)) != -1;) {
-        if (c == 'e') engine = optarg;
-        else if (c == 's') suite = optarg;
-        else if (c == 'r') rules_path = optarg;
-        else if (c == 'k') o.filter = optarg;
-        else if (c == 'f') {
-            static const char *const n[] = {"bf16", "fp8", "fp8ds", "f32"};
-            o.kv_format = -2;
-            for (int i = 0; i < 4; i++) if (!strcmp(optarg, n[i])) o.kv_format = i;
-            if (o.kv_format == -2) { fprintf(stderr, "mlacheck ops: --format %s: expected bf16, fp8, fp8ds or f32\n", optarg); return CLI_EXIT_USAGE; }
-        } else return CLI_EXIT_USAGE;
+        switch (c) {
+        case 'e': engine = optarg; break;
+        case 's': suite = optarg; break;
+        case 'r': rules_path = optarg; break;
+        case 'k': o.filter = optarg; break;
+        case 'f':
+            if (parse_format(optarg, &o.kv_format)) return CLI_EXIT_USAGE;
+            break;
+        default: return CLI_EXIT_USAGE;
+        }
     }
-    if (!engine) { fprintf(stderr, "mlacheck ops: --engine ref|plugin:<path.so> is required\n"); return CLI_EXIT_USAGE; }
+    if (!engine) {
+        fprintf(stderr, "mlacheck ops: --engine ref|plugin:<path.so> is required\n");
+        return CLI_EXIT_USAGE;
+    }
     const mla_attn_ops *ops;
     mla_rules *rules = NULL;
     mla_opcheck_summary s = {0};
@@ -44,5 +70,5 @@ int cli_ops(int argc, char **argv)
     printf("%s: %d cases, %d passed, %d failed, %d errors, %d skipped%s%s\n", suite, s.n_cases, s.n_pass, s.n_fail,
            s.n_error, s.n_skip, s.first_fail[0] ? "; first failure: " : "", s.first_fail);
     mla_rules_free(rules);
-    return mla_opcheck_exit_code(st, &s);
+    return cli_exit_for_counts(st, s.n_fail + s.n_error, s.n_skip, s.n_cases);
 }

@@ -7,21 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
- * (e.g. layer 0, where engines that share rounding points agree almost bit for bit). */
-static void limits_from_rule(const mla_rule_limits *r, mla_cmp_limits *l)
-{
-    l->max_abs = r->max_abs;
-    l->max_rel = r->max_rel;
-    l->rel_floor = r->rel_floor;
-    l->nmse = r->nmse;
-    l->cos_diff = r->cos_diff;
-    l->mismatch_frac = r->mismatch_frac;
-    l->ulp_p99 = r->ulp_p99;
-    l->rel_l2 = r->rel_l2;
-    l->ulp_dtype = r->ulp_dtype;
-}
-
 /* A copy of t with only the token rows r in [lo, hi) whose mask[r] == 0. */
 static mla_status rows_subset(const mla_tensor *t, int lo, int hi, const unsigned char *mask, mla_tensor **out)
 {
@@ -69,6 +54,8 @@ typedef struct {
     int lo, hi;
 } dcmp_state;
 
+/* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
+ * (e.g. layer 0, where engines that share rounding points agree almost bit for bit). */
 static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const char *tap)
 {
     char key[64];
@@ -100,16 +87,15 @@ static void note_result(dcmp_state *s, int layer, const char *tap, int pass, dou
     }
 }
 
-static void add_row(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, const char *worst)
+/* kl: the logits' mean KL, or NULL when none was computed. */
+static mla_status add_row(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, const char *worst,
+                          const double *kl)
 {
     const mla_dcmp_ctx *c = s->c;
-    if (!c->rep || c->quiet) return;
-    mla_rep_row row = {.case_name = c->case_name, .check = c->check, .profile = c->profile, .path = c->path,
-                       .layer = layer, .tap = tap, .kv_len = c->kv_len, .n = r->n, .max_abs = r->max_abs,
-                       .max_rel = r->max_rel, .nmse_db = r->nmse_db, .cos_diff = r->cos_diff,
-                       .rel_l2 = r->rel_l2, .ulp_p99 = r->ulp_p99, .headroom = r->headroom,
-                       .worst = worst, .pass = r->pass, .why = r->why};
-    mla_rep_add_metric(c->rep, &row);
+    if (!c->on_row) return MLA_OK;
+    mla_dcmp_row row = {.ctx = c, .layer = layer, .tap = tap, .r = r, .worst = worst, .has_kl = kl != NULL,
+                        .kl_mean = kl ? *kl : 0};
+    return c->on_row(c->user, &row);
 }
 
 static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const mla_dump *b)
@@ -130,14 +116,14 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
     mla_cmp_routing_result rr;
     if ((st = mla_cmp_routing(xa, xb, sa, sb, &rr))) goto done;
     double frac = rr.n_tokens ? (double)rr.n_flipped_tokens / (double)rr.n_tokens : 0.0;
-    double lim = rl->mismatch_frac;
+    double lim = rl->lim.mismatch_frac;
     int pass = lim > 0 ? frac <= lim : rr.n_flipped_tokens == 0;
     char why[256] = "";
     if (rr.n_flipped_tokens) mla_cmp_format_routing(&rr, why, sizeof why);
     mla_cmp_result r = {.n = rr.n_tokens, .headroom = lim > 0 ? frac / lim : (rr.n_flipped_tokens ? INFINITY : 0),
                         .pass = pass};
     snprintf(r.why, sizeof r.why, "%s%s", pass ? "" : "routing: ", why);
-    add_row(s, layer, "topk_ids", &r, "mismatch_frac");
+    if ((st = add_row(s, layer, "topk_ids", &r, "mismatch_frac", NULL))) goto done;
     note_result(s, layer, "topk_ids", pass, r.headroom, r.why);
     s->out->flipped_tokens += rr.n_flipped_tokens;
     /* mask the flipped tokens from here on: their expert outputs legitimately differ */
@@ -171,9 +157,8 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                  mla_tensor_shape_str(tb, sb, sizeof sb));
         mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
         snprintf(r.why, sizeof r.why, "%s", why);
-        add_row(s, layer, name, &r, "shape");
         note_result(s, layer, name, 0, INFINITY, why);
-        return MLA_OK;
+        return add_row(s, layer, name, &r, "shape", NULL);
     }
     mla_tensor *xa = NULL, *xb = NULL;
     mla_status st;
@@ -181,20 +166,14 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
         mla_tensor_free(xa);
         return st;
     }
-    mla_cmp_limits lim;
-    limits_from_rule(rl, &lim);
     mla_cmp_result r;
-    st = mla_cmp_tensor(xa, xb, &lim, &r);
+    st = mla_cmp_tensor(xa, xb, &rl->lim, &r);
     if (!st) {
-        add_row(s, layer, name, &r, NULL);
         note_result(s, layer, name, r.pass, r.headroom, r.why);
-        if (tap == MLA_TAP_LOGITS && xa->shape[0] > 0) {
-            mla_cmp_logits_result lr;
-            if (mla_cmp_logits(xa, xb, &lr) == MLA_OK) {
-                s->out->kl_mean = lr.kl_ab_mean;
-                if (s->c->rep && !s->c->quiet) mla_rep_add_kl(s->c->rep, lr.kl_ab_mean);
-            }
-        }
+        mla_cmp_logits_result lr;
+        int has_kl = tap == MLA_TAP_LOGITS && xa->shape[0] > 0 && mla_cmp_logits(xa, xb, &lr) == MLA_OK;
+        if (has_kl) s->out->kl_mean = lr.kl_ab_mean;
+        st = add_row(s, layer, name, &r, NULL, has_kl ? &lr.kl_ab_mean : NULL);
     }
     mla_tensor_free(xa);
     mla_tensor_free(xb);
@@ -283,9 +262,8 @@ static mla_status bit_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                      (long long)r.n_mismatch, (long long)r.n, (long long)r.worst_index, r.worst_ref, r.worst_cand);
     }
     r.headroom = r.pass ? 0 : INFINITY;
-    add_row(s, layer, name, &r, "bitwise");
     note_result(s, layer, name, r.pass, r.headroom, r.why);
-    return MLA_OK;
+    return add_row(s, layer, name, &r, "bitwise", NULL);
 }
 
 mla_status mla_dcmp_bitwise(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out)

@@ -306,10 +306,7 @@ static void limits_for(const mla_opcheck_opts *o, const char *tap, const char *p
     memset(lim, 0, sizeof *lim);
     const mla_rule_limits *r = o && o->rules ? mla_rules_match(o->rules, tap, profile, MLA_OPCHECK_CHECK) : NULL;
     if (r) {
-#define OP_COPY(f) lim->f = r->f;
-        MLA_RULE_LIMIT_LIST(OP_COPY)
-#undef OP_COPY
-        lim->ulp_dtype = r->ulp_dtype;
+        *lim = r->lim;
         return;
     }
     /* FlashMLA check_is_allclose (tests/test_flash_mla_dense_decoding.py) */
@@ -490,13 +487,4 @@ mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out)
     }
     *out = ops; /* the library stays loaded for the life of the process */
     return MLA_OK;
-}
-
-int mla_opcheck_exit_code(mla_status st, const mla_opcheck_summary *s)
-{
-    if (st == MLA_ERR_UNSUPPORTED) return 77;
-    if (st) return 2;
-    if (s && (s->n_fail || s->n_error)) return 1;
-    if (s && s->n_cases > 0 && s->n_skip == s->n_cases) return 77;
-    return 0;
 }

@@ -4,6 +4,8 @@
  * (mla_rep_render), so a report can be restyled without rerunning a suite. */
 #include "report_internal.h"
 
+#include "mlacheck/metrics.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -23,10 +25,11 @@ static char *dup0(const char *s) { return strdup(s ? s : ""); }
 
 /* ---- run object ------------------------------------------------------------------------------ */
 
+/* The run owns the strings of its rows (copies made by mla_rep_add_metric). */
 static void row_clear(rep_row *w)
 {
-    free(w->case_name); free(w->check); free(w->profile); free(w->path);
-    free(w->tap); free(w->worst); free(w->why);
+    free((char *)w->case_name); free((char *)w->check); free((char *)w->profile); free((char *)w->path);
+    free((char *)w->tap); free((char *)w->worst); free((char *)w->why);
 }
 
 static void check_clear(rep_check *c)
@@ -154,7 +157,7 @@ mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *in)
     if (!r || !in) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_metric: NULL argument");
     if (grow((void **)&r->rows, &r->cap_rows, r->n_rows, sizeof *r->rows)) return MLA_ERR_NOMEM;
     rep_row *w = &r->rows[r->n_rows];
-    memset(w, 0, sizeof *w);
+    *w = *in; /* the numbers; the strings are replaced by the run's own copies */
     w->case_name = dup0(in->case_name); w->check = dup0(in->check); w->profile = dup0(in->profile);
     w->path = dup0(in->path); w->tap = dup0(in->tap); w->why = dup0(in->why);
     w->worst = dup0(in->worst ? in->worst : "rel_l2");
@@ -162,9 +165,7 @@ mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *in)
         row_clear(w);
         return MLA_ERR_NOMEM;
     }
-    w->layer = in->layer; w->kv_len = in->kv_len; w->n = in->n; w->pass = in->pass ? 1 : 0;
-    w->max_abs = in->max_abs; w->max_rel = in->max_rel; w->nmse_db = in->nmse_db;
-    w->cos_diff = in->cos_diff; w->rel_l2 = in->rel_l2; w->ulp_p99 = in->ulp_p99; w->headroom = in->headroom;
+    w->pass = in->pass ? 1 : 0;
     r->n_rows++;
     return MLA_OK;
 }
@@ -342,41 +343,11 @@ nomem:
 
 /* ---- metrics.tsv ----------------------------------------------------------------------------- */
 
-static const char tsv_header[] = "case\tcheck\tprofile\tpath\tlayer\ttap\tkv_len\tn\tmax_abs\tmax_rel\tnmse_db\t"
-                                 "cos_diff\trel_l2\tulp_p99\theadroom\tpass\tworst\twhy";
-#define TSV_COLS 18
-
-/* Text fields must not break the table. */
-static void tsv_text(FILE *f, const char *s)
-{
-    for (; *s; s++) fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
-}
-
 static mla_status write_tsv(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
     if (mla_rep_pathf(path, sizeof path, "%s/metrics.tsv", dir)) return MLA_ERR_INVALID;
-    FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    fprintf(f, "%s\n", tsv_header);
-    for (size_t i = 0; i < r->n_rows; i++) {
-        const rep_row *w = &r->rows[i];
-        const char *txt[4] = {w->case_name, w->check, w->profile, w->path};
-        for (int k = 0; k < 4; k++) {
-            tsv_text(f, txt[k]);
-            fputc('\t', f);
-        }
-        fprintf(f, "%d\t", w->layer);
-        tsv_text(f, w->tap);
-        fprintf(f, "\t%d\t%lld\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%d\t", w->kv_len, (long long)w->n,
-                w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom, w->pass);
-        tsv_text(f, w->worst);
-        fputc('\t', f);
-        tsv_text(f, w->why);
-        fputc('\n', f);
-    }
-    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
-    return MLA_OK;
+    return mla_metrics_write(path, r->rows, r->n_rows);
 }
 
 /* ---- summary.md ------------------------------------------------------------------------------ */
@@ -734,45 +705,10 @@ static double jdbl(json_t *o, const char *k)
 
 static mla_status load_tsv(mla_rep_run *r, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    int ln = 0;
-    mla_status st = MLA_OK;
-    while (st == MLA_OK && getline(&line, &cap, f) > 0) {
-        ln++;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (ln == 1) {
-            if (strcmp(line, tsv_header) != 0) st = mla_errorf(MLA_ERR_FORMAT, "%s:1: header; expected '%s'", path, tsv_header);
-            continue;
-        }
-        char *col[TSV_COLS];
-        int nc = 0;
-        for (char *p = line; nc < TSV_COLS; nc++) {
-            col[nc] = p;
-            char *t = strchr(p, '\t');
-            if (!t) {
-                nc++;
-                break;
-            }
-            *t = '\0';
-            p = t + 1;
-        }
-        if (nc != TSV_COLS) {
-            st = mla_errorf(MLA_ERR_FORMAT, "%s:%d: %d columns; expected %d", path, ln, nc, TSV_COLS);
-            break;
-        }
-        mla_rep_row w = {
-            .case_name = col[0], .check = col[1], .profile = col[2], .path = col[3], .layer = atoi(col[4]),
-            .tap = col[5], .kv_len = atoi(col[6]), .n = strtoll(col[7], NULL, 10), .max_abs = strtod(col[8], NULL),
-            .max_rel = strtod(col[9], NULL), .nmse_db = strtod(col[10], NULL), .cos_diff = strtod(col[11], NULL),
-            .rel_l2 = strtod(col[12], NULL), .ulp_p99 = strtod(col[13], NULL), .headroom = strtod(col[14], NULL),
-            .pass = atoi(col[15]), .worst = col[16], .why = col[17]};
-        st = mla_rep_add_metric(r, &w);
-    }
-    free(line);
-    fclose(f);
+    mla_metrics m;
+    mla_status st = mla_metrics_load(path, &m);
+    for (size_t i = 0; !st && i < m.n_rows; i++) st = mla_rep_add_metric(r, &m.rows[i]);
+    mla_metrics_free(&m);
     return st;
 }
 

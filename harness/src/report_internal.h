@@ -26,12 +26,8 @@ static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
     return 0;
 }
 
-typedef struct rep_row {
-    char *case_name, *check, *profile, *path, *tap, *worst, *why;
-    int layer, kv_len, pass;
-    int64_t n;
-    double max_abs, max_rel, nmse_db, cos_diff, rel_l2, ulp_p99, headroom;
-} rep_row;
+/* A stored metric row: the strings are the run's own copies (never NULL; worst defaulted). */
+typedef mla_rep_row rep_row;
 
 typedef struct rep_check {
     char *case_name, *check, *profile, *path, *message, *first_tap, *worst;

@@ -12,7 +12,7 @@
 
 typedef struct {
     regex_t re[3]; /* tap, profile, check */
-    mla_rule_limits lim;
+    mla_rule_limits rl;
 } rule;
 
 struct mla_rules {
@@ -23,17 +23,17 @@ struct mla_rules {
 
 static const char *const limit_keys[] = {
 #define X(f) #f,
-    MLA_RULE_LIMIT_LIST(X)
+    MLA_CMP_LIMIT_LIST(X)
 #undef X
     "ulp_dtype",
 };
 #define N_LIMIT_KEYS ((int)(sizeof limit_keys / sizeof limit_keys[0]))
 
-static double *limit_field(mla_rule_limits *l, int k)
+static double *limit_field(mla_cmp_limits *l, int k)
 {
     double *f[] = {
 #define X(name) &l->name,
-        MLA_RULE_LIMIT_LIST(X)
+        MLA_CMP_LIMIT_LIST(X)
 #undef X
     };
     return k < (int)(sizeof f / sizeof f[0]) ? f[k] : NULL;
@@ -68,8 +68,8 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
                           "%s:%d: %d field(s); expected '<tap regex> <profile regex> <check regex> key=value...'",
                           origin, line, n);
     memset(out, 0, sizeof *out);
-    out->lim.ulp_dtype = MLA_F64;
-    out->lim.line = line;
+    out->rl.lim.ulp_dtype = MLA_F64;
+    out->rl.line = line;
     unsigned seen = 0;
     int have_dtype = 0;
     for (int i = 3; i < n; i++) {
@@ -83,16 +83,18 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
         if (k < 0) {
             const char *sug = mla_suite_suggest(key, limit_keys, N_LIMIT_KEYS);
             if (sug) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: unknown key '%s' (did you mean '%s'?)", origin, line, key, sug);
-            return mla_errorf(MLA_ERR_FORMAT,
-                              "%s:%d: unknown key '%s'; expected max_abs, max_rel, rel_floor, nmse, cos_diff, "
-                              "mismatch_frac, ulp_p99, rel_l2 or ulp_dtype",
-                              origin, line, key);
+            char keys[256];
+            size_t m = 0;
+            for (int j = 0; j < N_LIMIT_KEYS; j++)
+                m += (size_t)snprintf(keys + m, m < sizeof keys ? sizeof keys - m : 0, "%s%s", limit_keys[j],
+                                      j == N_LIMIT_KEYS - 1 ? "" : j == N_LIMIT_KEYS - 2 ? " or " : ", ");
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: unknown key '%s'; expected %s", origin, line, key, keys);
         }
         if (seen & (1u << k)) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: key '%s' given twice", origin, line, key);
         seen |= 1u << k;
-        double *f = limit_field(&out->lim, k);
+        double *f = limit_field(&out->rl.lim, k);
         if (!f) {
-            if (mla_dtype_from_name(val, &out->lim.ulp_dtype) != 0)
+            if (mla_dtype_from_name(val, &out->rl.lim.ulp_dtype) != 0)
                 return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_dtype '%s'; expected a dtype name (f32, bf16, e4m3fn, ...)",
                                   origin, line, val);
             have_dtype = 1;
@@ -105,7 +107,7 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
             return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s = '%s'; expected a finite number >= 0", origin, line, key, val);
         *f = x;
     }
-    if (out->lim.ulp_p99 > 0 && !have_dtype)
+    if (out->rl.lim.ulp_p99 > 0 && !have_dtype)
         return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_p99 needs ulp_dtype (the type the ULPs count in)", origin, line);
     for (int j = 0; j < 3; j++) {
         size_t len = strlen(tok[j]) + 5;
@@ -191,7 +193,7 @@ const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, cons
     for (int i = 0; i < r->n; i++) {
         int j = 0;
         while (j < 3 && regexec(&r->v[i].re[j], names[j], 0, NULL, 0) == 0) j++;
-        if (j == 3) return &r->v[i].lim;
+        if (j == 3) return &r->v[i].rl;
     }
     return NULL;
 }

@@ -4,6 +4,7 @@
 #include "mlacheck/runner.h"
 
 #include "mlacheck/dumpcmp.h"
+#include "mlacheck/failure.h"
 #include "mlacheck/h5io.h"
 
 #include <errno.h>
@@ -282,23 +283,12 @@ static void save_input(run_state *r, const char *check, const char *path, const 
     for (char *p = name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
-    int64_t n = d->tokens->shape[0];
-    size_t cap = 1024 + (size_t)n * 12;
-    char *t = malloc(cap);
-    if (!t) return;
-    size_t k = (size_t)snprintf(t, cap,
-                                "# mlacheck failing inputs: suite %s, case %s, check %s, profile %s, path %s\n"
-                                "# model %s, block_size %d, prefill_len %d, chunk %d, faults 0x%x\n"
-                                "# replay: mlacheck dump --model %s --profile %s --path %s --prefill-len %d "
-                                "--block-size %d --tokens $(grep -v '^#' THIS_FILE) --out x.h5\n",
-                                r->suite->name, r->cs->name, check, r->profile, path, r->cs->model,
-                                r->cs->block_size > 0 ? r->cs->block_size : 64, r->cs->prefill_len, r->cs->chunk,
-                                r->o->faults | r->cs->faults, r->cs->model, r->profile,
-                                strcmp(path, "chunked") == 0 ? "chunked" : strcmp(path, "decode") == 0 ? "decode" : "prefill",
-                                r->cs->prefill_len, r->cs->block_size > 0 ? r->cs->block_size : 64);
-    for (int64_t i = 0; i < n && k + 12 < cap; i++)
-        k += (size_t)snprintf(t + k, cap - k, "%s%d", i ? "," : "", ((const int32_t *)d->tokens->data)[i]);
-    snprintf(t + k, cap - k, "\n");
+    mla_failure in = {.suite = r->suite->name, .case_name = r->cs->name, .check = check, .profile = r->profile,
+                      .path = path, .model = r->cs->model, .block_size = r->cs->block_size > 0 ? r->cs->block_size : 64,
+                      .prefill_len = r->cs->prefill_len, .chunk = r->cs->chunk, .faults = r->o->faults | r->cs->faults,
+                      .tokens = d->tokens->data, .n_tokens = d->tokens->shape[0]};
+    char *t = NULL;
+    if (mla_failure_format(&in, &t)) return;
     /* the first failure of a name also keeps the candidate's dump, for `mlacheck bisect --replay` */
     int fresh = 1;
     for (size_t i = 0; i < r->n_saved; i++) fresh &= strcmp(r->saved[i], name) != 0;
@@ -321,8 +311,8 @@ static void compare_group(run_state *r, const char *check, const char *path, mla
                           int bitwise)
 {
     for (int i = 0; i < n; i++) {
-        mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = r->cs->name, .check = check,
-                          .profile = r->profile, .path = path, .kv_len = -1};
+        mla_dcmp_ctx c = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name,
+                          .check = check, .profile = r->profile, .path = path, .kv_len = -1};
         mla_dcmp_result res;
         mla_status st = bitwise ? mla_dcmp_bitwise(&c, a[i], b[i], &res) : mla_dcmp(&c, a[i], b[i], &res);
         if (st) {
@@ -420,12 +410,11 @@ static void sweep_group(run_state *r, const char *check, mla_dump **pre, mla_dum
              * fraction and the error statistics are over more than one token */
             int lo = prev > kv - 1 ? kv - 1 : prev;
             prev = kv;
-            mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = cs->name, .check = check,
+            mla_dcmp_ctx c = {.rules = r->rules, .case_name = cs->name, .check = check,
                               .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
                               .kv_len = kv};
             /* record only the end-of-layer taps per length, to keep metrics.tsv readable */
             mla_dcmp_result res;
-            c.quiet = 1;
             mla_status st = mla_dcmp(&c, pre[i], dec[i], &res);
             if (st) {
                 verdict_error(r, check, "decode", st);
@@ -583,7 +572,7 @@ static void run_engine_group(run_state *r, mla_model *m, mla_profile prof, const
             verdict_error(r, check, "prefill", st);
         } else {
             const mla_rule_limits *kl = mla_rules_match(r->rules, "noise-floor-k", r->profile, check);
-            double k = kl && kl->max_rel > 0 ? kl->max_rel : 3.0;
+            double k = kl && kl->lim.max_rel > 0 ? kl->lim.max_rel : 3.0;
             for (int i = 0; i < n; i++) {
                 mla_dcmp_result res = {0};
                 int bad = 0;
@@ -639,8 +628,9 @@ static void compare_decoded(run_state *r, const char *check, mla_dump **a, mla_d
     for (int i = 0; lo > 0 && i < n; i++) {
         int rows = a[i]->tokens ? (int)a[i]->tokens->shape[0] : 0;
         if (lo >= rows) continue;
-        mla_dcmp_ctx c = {.rules = r->rules, .rep = r->rep, .case_name = r->cs->name, .check = check,
-                          .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows, .kv_len = rows};
+        mla_dcmp_ctx c = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name,
+                          .check = check, .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows,
+                          .kv_len = rows};
         mla_dcmp_result res;
         mla_status st = mla_dcmp(&c, a[i], b[i], &res);
         if (st) {

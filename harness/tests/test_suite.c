@@ -373,41 +373,41 @@ static void test_rules_shipped(void **state)
     assert_int_equal(st, MLA_OK);
     const mla_rule_limits *l = mla_rules_match(r, "attn_out", "fp64", "golden");
     assert_non_null(l);
-    assert_true(l->rel_l2 == 1e-13);
+    assert_true(l->lim.rel_l2 == 1e-13);
     l = mla_rules_match(r, "q_nope", "fp64", "absorbed-vs-naive");
-    assert_true(l->rel_l2 == 1e-12);
+    assert_true(l->lim.rel_l2 == 1e-12);
     l = mla_rules_match(r, "logits", "bf16", "golden");
-    assert_true(l->rel_l2 == 1e-6);
+    assert_true(l->lim.rel_l2 == 1e-6);
     /* layer taps are matched as L<layer>/<tap>: layer 0 has its own, tighter engine budget */
     l = mla_rules_match(r, "L0/attn_core", "bf16", "cross-engine@gpu");
-    assert_true(l->rel_l2 == 6e-3);
+    assert_true(l->lim.rel_l2 == 6e-3);
     l = mla_rules_match(r, "L2/out", "bf16", "cross-engine@gpu");
-    assert_true(l->rel_l2 == 3e-1);
+    assert_true(l->lim.rel_l2 == 3e-1);
     /* Routing line comes before the profile lines: it wins. */
     l = mla_rules_match(r, "L1/topk_ids", "fp8kv", "golden");
-    assert_true(l->mismatch_frac == 0.25);
-    assert_true(l->rel_l2 <= 0);
+    assert_true(l->lim.mismatch_frac == 0.25);
+    assert_true(l->lim.rel_l2 <= 0);
     l = mla_rules_match(r, "L1/topk_ids", "fp64", "golden");
-    assert_true(l->mismatch_frac == 1e-9);
+    assert_true(l->lim.mismatch_frac == 1e-9);
     l = mla_rules_match(r, "L0/kv_c", "fp8ds", "fp8-vs-bf16");
-    assert_true(l->rel_l2 == 1.5e-1);
+    assert_true(l->lim.rel_l2 == 1.5e-1);
     /* Determinism is bitwise for every profile. */
     l = mla_rules_match(r, "lse", "fp8w", "determinism");
-    assert_true(l->max_abs > 0 && l->max_abs < 1e-200);
+    assert_true(l->lim.max_abs > 0 && l->lim.max_abs < 1e-200);
     /* Other engines' checks carry "@engine": never the reference's exact budget. */
     l = mla_rules_match(r, "L1/attn_out", "bf16", "golden@gpu");
-    assert_true(l->rel_l2 == 3e-1);
+    assert_true(l->lim.rel_l2 == 3e-1);
     l = mla_rules_match(r, "L0/attn_out", "fp8kv", "golden@plugin");
-    assert_true(l->rel_l2 == 1.2e-2);
+    assert_true(l->lim.rel_l2 == 1.2e-2);
     l = mla_rules_match(r, "out", "bf16", "determinism@gpu");
-    assert_true(l->max_abs > 0 && l->max_abs < 1e-200);
+    assert_true(l->lim.max_abs > 0 && l->lim.max_abs < 1e-200);
     /* The noise-floor factor and the op-check budgets. */
     l = mla_rules_match(r, "noise-floor-k", "bf16", "noise-floor@gpu");
-    assert_true(l->max_rel == 3);
+    assert_true(l->lim.max_rel == 3);
     l = mla_rules_match(r, "lse", "bf16", "op");
-    assert_true(l->max_abs == 1e-6 && l->max_rel == 8.01 / 65536);
+    assert_true(l->lim.max_abs == 1e-6 && l->lim.max_rel == 8.01 / 65536);
     l = mla_rules_match(r, "attn_core", "bf16", "op");
-    assert_true(l->max_rel == 2.01 / 128 && l->cos_diff == 5e-6);
+    assert_true(l->lim.max_rel == 2.01 / 128 && l->lim.cos_diff == 5e-6);
     /* Every combination is budgeted (catch-all). */
     for (int p = 0; p < MLA_PROFILE_COUNT; p++)
         for (int k = 0; k < MLA_CHECK_COUNT; k++)
@@ -415,7 +415,7 @@ static void test_rules_shipped(void **state)
     l = mla_rules_match(r, "x", "weird-profile", "weird-check");
     assert_non_null(l);
     assert_true(l->line > 20); /* the catch-all, last in the file */
-    assert_true(l->rel_l2 == 1e-12);
+    assert_true(l->lim.rel_l2 == 1e-12);
     mla_rules_free(r);
 }
 
@@ -431,11 +431,11 @@ static void test_rules_order_and_errors(void **state)
     assert_int_equal(mla_rules_parse(text, "r.tol", &r), MLA_OK);
     assert_int_equal(mla_rules_count(r), 3);
     const mla_rule_limits *l = mla_rules_match(r, "attn_out", "fp64", "golden");
-    assert_true(l->rel_l2 == 1 && l->line == 2);
+    assert_true(l->lim.rel_l2 == 1 && l->line == 2);
     l = mla_rules_match(r, "attn_out", "bf16", "golden");
-    assert_true(l->rel_l2 == 2 && l->max_abs == 3 && l->line == 3);
+    assert_true(l->lim.rel_l2 == 2 && l->lim.max_abs == 3 && l->line == 3);
     l = mla_rules_match(r, "attn", "bf16", "golden");
-    assert_true(l->rel_l2 == 4 && l->line == 5);
+    assert_true(l->lim.rel_l2 == 4 && l->line == 5);
     /* Anchored: "attn" must not match inside "attn_norm", nor "fp64" inside "xfp64". */
     assert_null(mla_rules_match(r, "attn_norm", "bf16", "golden"));
     assert_null(mla_rules_match(r, "xattn", "bf16", "golden"));

@@ -10,13 +10,24 @@
 extern "C" {
 #endif
 
-/* A limit <= 0 is "not checked". Element i mismatches when abs_err > max_abs AND rel_err > max_rel
- * (rel_err = abs_err / (|ref| + rel_floor)); with only one of the two set, that one alone decides
- * (abs-or-rel pass, FlashMLA's check_is_allclose). mismatch_frac: the allowed fraction of
- * mismatching elements (<= 0: none). ulp_p99 is checked in ulp_dtype (MLA_F64 when 0). */
+/* X(field) for the double limits, in struct order; they are also the keys of rules.tol (rules.h).
+ * a is the reference, b the candidate; every relative measure divides by the reference. */
+#define MLA_CMP_LIMIT_LIST(X) \
+    X(max_abs) X(max_rel) X(rel_floor) X(nmse) X(cos_diff) X(mismatch_frac) X(ulp_p99) X(rel_l2)
+
+/* The limits of one comparison; a limit <= 0 is "not checked".
+ * Element i mismatches when abs_err > max_abs AND rel_err > max_rel; with only one of the two set,
+ * that one alone decides (abs-or-rel pass, FlashMLA's check_is_allclose). */
 typedef struct mla_cmp_limits {
-    double max_abs, max_rel, rel_floor, nmse, cos_diff, mismatch_frac, ulp_p99, rel_l2;
-    mla_dtype ulp_dtype;
+    double max_abs;       /* abs_err = |b - a| per element */
+    double max_rel;       /* rel_err = |b - a| / (|a| + rel_floor) per element */
+    double rel_floor;     /* added to |a| in rel_err's denominator (not a limit) */
+    double nmse;          /* sum (b - a)^2 / sum a^2 */
+    double cos_diff;      /* 1 - cos(a, b) */
+    double mismatch_frac; /* allowed fraction of mismatching elements (<= 0: none) */
+    double ulp_p99;       /* 99th percentile ULP distance, counted in ulp_dtype */
+    double rel_l2;        /* ||b - a|| / ||a|| */
+    mla_dtype ulp_dtype;  /* MLA_F64 when 0 */
 } mla_cmp_limits;
 
 /* Metrics over the finite pairs; NaN/Inf pairs are checked for identical positions (and inf signs)

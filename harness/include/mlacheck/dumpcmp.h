@@ -5,21 +5,38 @@
 
 #include "mlacheck/compare.h"
 #include "mlacheck/dump.h"
-#include "mlacheck/report.h"
 #include "mlacheck/rules.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Where rows go and under which names. rep may be NULL (then nothing is recorded). */
+struct mla_dcmp_ctx;
+
+/* One compared tap, handed to the row callback as soon as it is judged (ggml's eval-callback idea:
+ * the comparison does not know who records it). Everything is borrowed for the call. */
+typedef struct mla_dcmp_row {
+    const struct mla_dcmp_ctx *ctx; /* the names: case, check, profile, path, kv_len */
+    int layer;                      /* -1 for global taps */
+    const char *tap;                /* the tap's name (taps.h) */
+    const mla_cmp_result *r;        /* metrics, headroom, pass and why */
+    const char *worst;              /* the metric that set headroom ("bitwise", "shape", ...); NULL: rel_l2 */
+    int has_kl;                     /* 1: kl_mean holds the logits' mean KL(a||b) per token */
+    double kl_mean;
+} mla_dcmp_row;
+
+/* Called once per compared tap in computation order; a status other than MLA_OK stops the
+ * comparison, and mla_dcmp returns it. */
+typedef mla_status (*mla_dcmp_row_fn)(void *user, const mla_dcmp_row *row);
+
+/* The rules and the names a comparison runs under, and where its rows go. */
 typedef struct mla_dcmp_ctx {
     const mla_rules *rules;
-    mla_rep_run *rep;
     const char *case_name, *check, *profile, *path;
-    int row_lo, row_hi; /* compare token rows [row_lo, row_hi) only; row_hi 0 = all */
-    int kv_len;         /* recorded in rows (sweep), -1 otherwise */
-    int quiet;          /* 1: do not add metric rows (sweep probes) */
+    int row_lo, row_hi;    /* compare token rows [row_lo, row_hi) only; row_hi 0 = all */
+    int kv_len;            /* passed on in rows (sweep), -1 otherwise */
+    mla_dcmp_row_fn on_row; /* NULL: rows are not handed out (sweep probes, bisect) */
+    void *user;            /* on_row's first argument */
 } mla_dcmp_ctx;
 
 typedef struct mla_dcmp_result {

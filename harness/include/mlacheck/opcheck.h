@@ -89,10 +89,6 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
  * without supports or without both entries), MLA_ERR_INVALID (bad name). The library stays loaded. */
 mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out);
 
-/* The CLI's exit code for a run: 0 all passed, 1 a case failed or errored, 2 a load/ABI/argument
- * error, 77 nothing ran because everything was unsupported. */
-int mla_opcheck_exit_code(mla_status st, const mla_opcheck_summary *s);
-
 /* Profile name of a cache format for rule matching: bf16, fp8kv, fp8ds, f32. */
 const char *mla_opcheck_profile_name(mla_kv_format f);
 

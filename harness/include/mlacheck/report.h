@@ -58,6 +58,12 @@ mla_status mla_rep_add_input_file(mla_rep_run *r, const char *name, const char *
 /* One logits KL divergence (per token), for the histogram. */
 mla_status mla_rep_add_kl(mla_rep_run *r, double kl);
 
+/* A row callback for mla_dcmp (dumpcmp.h, mla_dcmp_row_fn): the compared tap becomes a metric row of
+ * rep (an mla_rep_run *, may be NULL: then nothing is recorded), and a logits row's KL goes to the
+ * histogram. Set .on_row = mla_rep_on_dcmp_row, .user = rep in the mla_dcmp_ctx. */
+struct mla_dcmp_row;
+mla_status mla_rep_on_dcmp_row(void *rep, const struct mla_dcmp_row *row);
+
 /* Counts so far (any pointer may be NULL). */
 void mla_rep_counts(const mla_rep_run *r, int *pass, int *fail, int *skip);
 

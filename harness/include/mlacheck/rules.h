@@ -6,33 +6,24 @@
  *
  * Regexes are POSIX extended, anchored at both ends (written "x" means "^(x)$"), and hold no spaces.
  * The FIRST matching line wins, so specific lines go before general ones and a catch-all goes last.
- * Keys are the fields of mla_rule_limits (the same names as compare.h's mla_cmp_limits); a limit <= 0
- * means "not checked"; ulp_dtype is a dtype name (bf16, e4m3fn, ...) and is required with ulp_p99. */
+ * Keys are the fields of compare.h's mla_cmp_limits (MLA_CMP_LIMIT_LIST, and ulp_dtype), documented
+ * there: a is the reference, b the candidate, and relative measures divide by the reference. A limit
+ * <= 0 means "not checked"; ulp_dtype is a dtype name (bf16, e4m3fn, ...) and is required with ulp_p99. */
 #ifndef MLACHECK_RULES_H
 #define MLACHECK_RULES_H
 
-#include "mla/dtype.h"
 #include "mla/mla.h"
+#include "mlacheck/compare.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* X(field) for the double limits, in file order. */
-#define MLA_RULE_LIMIT_LIST(X) \
-    X(max_abs) X(max_rel) X(rel_floor) X(nmse) X(cos_diff) X(mismatch_frac) X(ulp_p99) X(rel_l2)
-
+/* One rule's limits: the comparison's limits (compare.h documents each field) and where they were
+ * written. */
 typedef struct mla_rule_limits {
-    double max_abs;       /* max |a - b| */
-    double max_rel;       /* max |a - b| / max(|b|, rel_floor) */
-    double rel_floor;     /* denominator floor for max_rel (not a limit) */
-    double nmse;          /* sum (a-b)^2 / sum b^2 */
-    double cos_diff;      /* 1 - cos(a, b) */
-    double mismatch_frac; /* fraction of elements outside abs-or-rel */
-    double ulp_p99;       /* 99th percentile ULP distance in ulp_dtype */
-    double rel_l2;        /* ||a - b|| / ||b|| */
-    mla_dtype ulp_dtype;  /* MLA_F64 unless set */
-    int line;             /* line of the rule in its file (for messages) */
+    mla_cmp_limits lim;
+    int line; /* line of the rule in its file (for messages) */
 } mla_rule_limits;
 
 typedef struct mla_rules mla_rules;

@@ -10,8 +10,9 @@ static const struct {
     int dims;
     const char *shape;
     char prod;
+    const char *op;
 } tap_table[MLA_TAP_COUNT] = {
-#define MLA_TAP_ROW(id, name, scope, dims, shape, prod) {name, scope, dims, shape, prod},
+#define MLA_TAP_ROW(id, name, scope, dims, shape, prod, op) {name, scope, dims, shape, prod, op},
     MLA_TAP_LIST(MLA_TAP_ROW)
 #undef MLA_TAP_ROW
 };
@@ -30,6 +31,7 @@ int mla_tap_from_name(const char *name, mla_tap *out)
 
 int mla_tap_is_layer(mla_tap t) { return tap_table[t].scope == 'L'; }
 char mla_tap_producer(mla_tap t) { return tap_table[t].prod; }
+const char *mla_tap_op(mla_tap t) { return (unsigned)t < MLA_TAP_COUNT ? tap_table[t].op : "?"; }
 
 static int64_t tap_symbol(char c, const mla_config *cfg, int64_t ntok)
 {
