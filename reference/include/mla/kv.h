@@ -5,7 +5,7 @@
  *
  * Header-only, plain C11 and valid C++: the functions are MLA_KV_HD, which is `static inline` in C
  * and C++ and `__host__ __device__` under nvcc / hipcc, so one body serves the host and the kernels.
- * It needs no library and no GPU runtime header (a plugin includes it through attn_op.h).
+ * It needs no library, and no GPU runtime header outside hipcc (a plugin includes it through attn_op.h).
  *
  * Row of token t: [kv_c (C) | k_pe (R)], C = kv_lora_rank, R = rope dim, packed per format:
  *   MLA_KV_BF16   (C+R) bf16 bit patterns (uint16);
@@ -22,6 +22,9 @@
 #include <string.h>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h> /* declares the device memcpy (nvcc declares it in every .cu) */
+#endif
 #define MLA_KV_HD static inline __host__ __device__
 #else
 #define MLA_KV_HD static inline
