@@ -2,7 +2,8 @@
  * over the paged latent cache plus its LSE combine; gpu_attn_prefill: naive-form causal prefill) on
  * the workloads of shared/docs/performance.md (D1, D4, D5, P1 subsets), with device events, medians,
  * the L2 flushed before every timed launch, random (never zero) inputs, and a check of sampled rows
- * against a float64 host computation before any timing is trusted.
+ * against the library's reference operator (mla_ref_attn_ops: float64 inside, over the same paged
+ * cache and the same keys) before any timing is trusted.
  *
  * Each workload runs with the engine's first kernel ("decode", "prefill") and the tiled one
  * ("decode-t": gpu_decode_tile.h, MLA_GPU_DECODE=tiled in the engine; "prefill-t": gpu_prefill_tile.h,
@@ -13,6 +14,7 @@
  * 784 TFLOP/s dense bf16 GEMM. Exit: 0, 1 when a check failed, 2 usage, 3 device error, 77 no GPU. */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
+#include "mla/attn_op.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +47,9 @@ __global__ void k_fill_f32(float *p, int64_t n, uint64_t seed, float amp)
         p[i] = gd_round_bf16(amp * bn_uniform(seed, (uint64_t)i));
 }
 
-/* Every physical row of the pool: [kv_c | k_pe] values in [-1, 1), stored in the row format. fp8
- * scales are powers of two that keep |v| / scale inside the e4m3 range. */
-__global__ void k_fill_kv(uint8_t *pool, int64_t rows, int row_bytes, int fmt, int c, int r, uint64_t seed)
+/* Every physical row of the pool: [kv_c | k_pe] values in [-1, 1), stored in the row format (mla/kv.h).
+ * fp8 scales are powers of two that keep |v| / scale inside the e4m3 range. */
+__global__ void k_fill_kv(uint8_t *pool, int64_t rows, int row_bytes, mla_kv_format fmt, int c, int r, uint64_t seed)
 {
     int64_t n = rows * (c + r);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -55,20 +57,20 @@ __global__ void k_fill_kv(uint8_t *pool, int64_t rows, int row_bytes, int fmt, i
         int e = (int)(i % (c + r));
         uint8_t *p = pool + row * row_bytes;
         float v = bn_uniform(seed, (uint64_t)i);
-        if (fmt == GPU_KV_BF16) {
+        if (fmt == MLA_KV_BF16) {
             uint16_t b = gd_f32_to_bf16(v);
             memcpy(p + 2 * e, &b, 2);
-        } else if (fmt == GPU_KV_FP8) {
+        } else if (fmt == MLA_KV_FP8) {
             p[e] = gd_f32_to_e4m3(v * 256.0f, 0); /* kv_scale 1/256 */
         } else if (e < c) {
             p[e] = gd_f32_to_e4m3(v * 256.0f, 0);
-            if (e % 128 == 0) {
+            if (e % MLA_KV_DS_TILE == 0) {
                 float s = 1.0f / 256.0f;
-                memcpy(p + c + 4 * (e / 128), &s, 4);
+                memcpy(p + c + 4 * (e / MLA_KV_DS_TILE), &s, 4);
             }
         } else {
             uint16_t b = gd_f32_to_bf16(v);
-            memcpy(p + c + 4 * (c / 128) + 2 * (e - c), &b, 2);
+            memcpy(p + c + 4 * (c / MLA_KV_DS_TILE) + 2 * (e - c), &b, 2);
         }
     }
 }
@@ -145,43 +147,58 @@ static float time_launch(bench_env *env, launch_fn fn, const void *args)
 static mla_status launch_decode(hipStream_t st, const void *a) { return gpu_attn_decode(st, (const gpu_decode_args *)a); }
 static mla_status launch_prefill(hipStream_t st, const void *a) { return gpu_attn_prefill(st, (const gpu_prefill_args *)a); }
 
-static const char *const fmt_names[] = {"bf16", "fp8", "fp8_ds"};
+static const char *const fmt_names[] = {
+#define BN_KV_NAME(e, n) n,
+    MLA_KV_FORMAT_LIST(BN_KV_NAME)
+#undef BN_KV_NAME
+};
 
-/* Float64 attention of one (token, head) of the decode over host copies of the pool and tables. */
-static void host_decode_row(const gpu_kv_desc *kv, int slot, int s_k, const float *q, float scale, double *o,
-                            double *lse)
-{
-    int c = kv->c, r = kv->r;
-    double *s = (double *)host_alloc((size_t)s_k * sizeof(double)), mx = -INFINITY, sum = 0;
-    for (int j = 0; j < s_k; j++) {
-        const uint8_t *row = kv_row(*kv, slot, j);
-        double d = 0;
-        for (int e = 0; e < c + r; e++) d += (double)q[e] * kv_load(*kv, row, e);
-        s[j] = d * scale;
-        mx = s[j] > mx ? s[j] : mx;
-    }
-    for (int e = 0; e < c; e++) o[e] = 0;
-    for (int j = 0; j < s_k; j++) {
-        double p = exp(s[j] - mx);
-        sum += p;
-        const uint8_t *row = kv_row(*kv, slot, j);
-        for (int e = 0; e < c; e++) o[e] += p * kv_load(*kv, row, e);
-    }
-    for (int e = 0; e < c; e++) o[e] /= sum;
-    *lse = mx + log(sum);
-    free(s);
-}
-
-/* rel L2 of a bf16 output row against float64, and |lse difference|. */
-static double row_error(const uint16_t *got, const double *want, int n)
+/* rel L2 of a bf16 output row against the reference operator's row. */
+static double row_error(const uint16_t *got, const float *want, int n)
 {
     double num = 0, den = 0;
     for (int i = 0; i < n; i++) {
-        double d = gd_bf16_to_f32(got[i]) - want[i];
+        double d = (double)gd_bf16_to_f32(got[i]) - want[i];
         num += d * d;
-        den += want[i] * want[i];
+        den += (double)want[i] * want[i];
     }
     return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* The reference operator, or exit 3 with its message (a check that cannot run is not a pass). */
+static void ref_call(mla_status st, const char *what)
+{
+    if (st == MLA_OK) return;
+    fprintf(stderr, "mla_gpu_bench: reference operator (%s): %s: %s\n", what, mla_strerror(st), mla_last_error());
+    exit(3);
+}
+
+/* Sampled (token, head) pairs of one kernel check: the kernel's bf16 output rows and LSEs, the
+ * operator's rows and LSEs, in [sample][head] order. */
+enum { BN_NT_MAX = 4, BN_NH = 2, BN_DMAX = 512 };
+typedef struct bn_samples {
+    int nt, d;                                   /* samples, output width */
+    uint16_t got[BN_NT_MAX][BN_NH][BN_DMAX];
+    float got_lse[BN_NT_MAX][BN_NH];
+    float want[BN_NT_MAX][BN_NH][BN_DMAX];
+    float want_lse[BN_NT_MAX][BN_NH];
+} bn_samples;
+
+/* Worst rel L2 and |lse| error over the samples. The control compares each head's output with the
+ * other sampled head's reference: it must exceed the gate, or the check could not fail. */
+static void bn_score(const bn_samples *sm, double *worst, double *worst_lse, double *control)
+{
+    *worst = *worst_lse = 0;
+    *control = INFINITY;
+    for (int i = 0; i < sm->nt; i++)
+        for (int k = 0; k < BN_NH; k++) {
+            double e = row_error(sm->got[i][k], sm->want[i][k], sm->d);
+            double el = fabs((double)sm->got_lse[i][k] - sm->want_lse[i][k]);
+            double ec = row_error(sm->got[i][k], sm->want[i][1 - k], sm->d);
+            *worst = e > *worst ? e : *worst;
+            *worst_lse = el > *worst_lse ? el : *worst_lse;
+            *control = ec < *control ? ec : *control;
+        }
 }
 
 #define CHECK_REL_L2 6e-3 /* bf16 output rounding (2^-9 relative) plus fp32 accumulation */
@@ -192,13 +209,77 @@ typedef struct result_row {
     int b, s_k, h, s_q, splits;
     float ms;
     double gbs, tflops, worst_rel, worst_lse;
+    double control; /* rel L2 against the other head's reference: must fail the gate */
     int ok;
 } result_row;
 
-static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q, int tiled, result_row *res)
+/* The decode check: each sampled token is one sequence of the operator's batch, cut at the token's
+ * position (s_q 1, seq_len = position + 1, the same block-table row), over a host copy of the pool;
+ * heads 0 and h-1 of its query. */
+static void check_decode(const gpu_kv_desc *kv, int n_blocks, int64_t pool_bytes, const int32_t *tables,
+                         const gpu_seq *seqs, const int32_t *tok_seq, int T, int h, float scale, const float *qa,
+                         const float *qp, const uint16_t *olat, const float *lse, bn_samples *sm)
+{
+    const int C = kv->codec.c, R = kv->codec.r, bps = kv->blocks_per_seq, NT = 3;
+    const int samples_t[3] = {0, T / 2, T - 1}, samples_h[BN_NH] = {0, h - 1};
+    uint8_t *hpool = (uint8_t *)host_alloc((size_t)pool_bytes);
+    BN_CHECK(hipMemcpy(hpool, kv->pool, (size_t)pool_bytes, hipMemcpyDeviceToHost));
+    float *q = (float *)host_alloc((size_t)NT * BN_NH * (C + R) * sizeof(float));
+    int32_t cu[4], seq_lens[3], *btab = (int32_t *)host_alloc((size_t)NT * bps * 4);
+    for (int i = 0; i < NT; i++) {
+        int t = samples_t[i];
+        const gpu_seq sq = seqs[tok_seq[t]];
+        cu[i] = i;
+        seq_lens[i] = sq.n_past + (t - sq.tok0) + 1;
+        memcpy(btab + (size_t)i * bps, tables + (size_t)sq.slot * bps, (size_t)bps * 4);
+        for (int k = 0; k < BN_NH; k++) {
+            int64_t th = (int64_t)t * h + samples_h[k];
+            float *qr = q + ((size_t)i * BN_NH + k) * (C + R);
+            BN_CHECK(hipMemcpy(qr, qa + th * C, (size_t)C * 4, hipMemcpyDeviceToHost));
+            BN_CHECK(hipMemcpy(qr + C, qp + th * R, (size_t)R * 4, hipMemcpyDeviceToHost));
+            BN_CHECK(hipMemcpy(sm->got[i][k], olat + th * C, (size_t)C * 2, hipMemcpyDeviceToHost));
+            BN_CHECK(hipMemcpy(&sm->got_lse[i][k], lse + th, 4, hipMemcpyDeviceToHost));
+        }
+    }
+    cu[NT] = NT;
+    float *want = (float *)host_alloc((size_t)NT * BN_NH * C * sizeof(float)), want_lse[3 * BN_NH];
+    const mla_mqa_args m = {.batch = NT,
+                            .num_heads = BN_NH,
+                            .kv_lora_rank = C,
+                            .rope_dim = R,
+                            .total_q = NT,
+                            .cu_seqlens_q = cu,
+                            .seq_lens = seq_lens,
+                            .softmax_scale = scale,
+                            .q = q,
+                            .kv = {.format = kv->codec.format,
+                                   .fp8_fnuz = kv->codec.fp8_fnuz,
+                                   .data = hpool,
+                                   .num_blocks = n_blocks,
+                                   .page_size = kv->block_size,
+                                   .k_scale = kv->codec.k_scale,
+                                   .block_table = btab,
+                                   .max_blocks_per_seq = bps},
+                            .out = want,
+                            .lse = want_lse};
+    ref_call(mla_ref_attn_ops()->mqa(&m), "mqa");
+    sm->nt = NT;
+    sm->d = C;
+    for (int i = 0; i < NT; i++)
+        for (int k = 0; k < BN_NH; k++) {
+            memcpy(sm->want[i][k], want + ((size_t)i * BN_NH + k) * C, (size_t)C * sizeof(float));
+            sm->want_lse[i][k] = want_lse[i * BN_NH + k];
+        }
+    free(hpool);
+    free(q);
+    free(btab);
+    free(want);
+}
+
+static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int h, int s_q, int tiled, result_row *res)
 {
     const int C = 512, R = 64;
-    int row_bytes = fmt == GPU_KV_BF16 ? 2 * (C + R) : fmt == GPU_KV_FP8 ? C + R : C + 4 * (C / 128) + 2 * R;
+    const int row_bytes = (int)mla_kv_row_bytes(fmt, C, R);
     int bps = (s_k + PAGE - 1) / PAGE, n_blocks = b * bps, T = b * s_q;
     int64_t rows = (int64_t)n_blocks * PAGE;
     int32_t *tables = (int32_t *)host_alloc((size_t)n_blocks * 4);
@@ -213,7 +294,7 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
     gpu_seq *seqs = (gpu_seq *)host_alloc((size_t)b * sizeof(gpu_seq));
     int32_t *tok_seq = (int32_t *)host_alloc((size_t)T * 4);
     for (int i = 0; i < b; i++) {
-        seqs[i] = gpu_seq{i, s_k - s_q, s_q, i * s_q, 0};
+        seqs[i] = gpu_seq{.slot = i, .n_past = s_k - s_q, .n_new = s_q, .tok0 = i * s_q, .ws0 = 0};
         for (int k = 0; k < s_q; k++) tok_seq[i * s_q + k] = i;
     }
     int splits = gpu_decode_splits(gpu_decode_blocks(T, h, tiled, C, R), s_k, env->n_sm);
@@ -231,42 +312,25 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
     k_fill_f32<<<1024, 256, 0, env->st>>>(qa, (int64_t)T * h * C, 8, 1.0f);
     k_fill_f32<<<1024, 256, 0, env->st>>>(qp, (int64_t)T * h * R, 9, 1.0f);
     BN_CHECK(hipGetLastError());
-    gpu_kv_desc kv = {pool, d_tables, bps, PAGE, row_bytes, fmt, 0, C, R, fmt == GPU_KV_FP8 ? 1.0f / 256.0f : 1.0f};
+    const mla_kv_codec codec = {.format = fmt, .fp8_fnuz = 0, .c = C, .r = R,
+                                .k_scale = fmt == MLA_KV_FP8 ? 1.0f / 256.0f : 1.0f};
+    const gpu_kv_desc kv = {.pool = pool, .tables = d_tables, .blocks_per_seq = bps, .block_size = PAGE,
+                            .row_bytes = row_bytes, .codec = codec};
     float scale = 0.25f / sqrtf(192.0f); /* keeps softmax away from one-hot and from uniform */
-    gpu_decode_args a = {qa, qp, kv, d_ts, d_seqs, po, pl, olat, lse, T, h, splits, scale, 0, 0, tiled};
+    const gpu_decode_args a = {.q_abs = qa, .q_pe = qp, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs, .part_o = po,
+                               .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = h, .splits = splits,
+                               .scale = scale, .causal_plus = 0, .lse_bf16 = 0, .tiled = tiled};
     if (gpu_attn_decode(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
     }
     BN_CHECK(hipStreamSynchronize(env->st));
 
-    /* check sampled (token, head) rows against float64 on the host */
-    uint8_t *hpool = (uint8_t *)host_alloc((size_t)rows * row_bytes);
-    BN_CHECK(hipMemcpy(hpool, pool, (size_t)rows * row_bytes, hipMemcpyDeviceToHost));
-    gpu_kv_desc hkv = kv;
-    hkv.pool = hpool;
-    hkv.tables = tables;
-    int samples_t[3] = {0, T / 2, T - 1}, samples_h[2] = {0, h - 1};
-    double worst = 0, worst_lse = 0, *o = (double *)host_alloc((size_t)C * sizeof(double));
-    for (int i = 0; i < 3; i++)
-        for (int k = 0; k < 2; k++) {
-            int t = samples_t[i], hh = samples_h[k];
-            float q[C + R];
-            uint16_t got[C];
-            float got_lse;
-            BN_CHECK(hipMemcpy(q, qa + ((int64_t)t * h + hh) * C, C * 4, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(q + C, qp + ((int64_t)t * h + hh) * R, R * 4, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(got, olat + ((int64_t)t * h + hh) * C, C * 2, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(&got_lse, lse + (int64_t)t * h + hh, 4, hipMemcpyDeviceToHost));
-            const gpu_seq sq = seqs[tok_seq[t]];
-            double want_lse;
-            host_decode_row(&hkv, sq.slot, sq.n_past + (t - sq.tok0) + 1, q, scale, o, &want_lse);
-            double e = row_error(got, o, C), el = fabs(got_lse - want_lse);
-            worst = e > worst ? e : worst;
-            worst_lse = el > worst_lse ? el : worst_lse;
-        }
-    free(hpool);
-    free(o);
+    bn_samples *sm = (bn_samples *)host_alloc(sizeof(bn_samples));
+    check_decode(&kv, n_blocks, rows * row_bytes, tables, seqs, tok_seq, T, h, scale, qa, qp, olat, lse, sm);
+    double worst, worst_lse, control;
+    bn_score(sm, &worst, &worst_lse, &control);
+    free(sm);
 
     float ms = time_launch(env, launch_decode, &a);
     double sum_sk = 0;
@@ -280,26 +344,124 @@ static void bench_decode(bench_env *env, int fmt, int b, int s_k, int h, int s_q
     res->tflops = flops / (ms * 1e-3) / 1e12;
     res->worst_rel = worst;
     res->worst_lse = worst_lse;
-    res->ok = worst < CHECK_REL_L2 && worst_lse < CHECK_LSE;
+    res->control = control;
+    res->ok = worst < CHECK_REL_L2 && worst_lse < CHECK_LSE && control > CHECK_REL_L2;
     BN_CHECK(hipFree(pool)); BN_CHECK(hipFree(d_tables)); BN_CHECK(hipFree(d_ts)); BN_CHECK(hipFree(d_seqs));
     BN_CHECK(hipFree(qa)); BN_CHECK(hipFree(qp)); BN_CHECK(hipFree(po)); BN_CHECK(hipFree(pl));
     BN_CHECK(hipFree(olat)); BN_CHECK(hipFree(lse));
     free(tables); free(seqs); free(tok_seq);
 }
 
+/* Per head, K_nope | V = kv_c . W_kvb^T with W_kvb a signed selection (bn_sel): every product is
+ * exact, so the kernel's bf16 kvx and the operator's f64 expansion of the same kv_c hold the same
+ * keys and values; heads select different columns, so no two heads see the same keys. */
+MLA_HD int bn_sel(int hh, int i, int c) { return (i + 131 * hh) % c; }
+MLA_HD int bn_neg(int hh, int i) { return ((i ^ hh) & 1) != 0; }
+
+__global__ void k_expand_kvx(const uint16_t *kv_c, uint16_t *kvx, int64_t t, int h, int pv, int c)
+{
+    int64_t n = t * h * pv;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t tok = i / ((int64_t)h * pv);
+        int hh = (int)((i / pv) % h), e = (int)(i % pv);
+        uint16_t v = kv_c[tok * c + bn_sel(hh, e, c)];
+        kvx[i] = bn_neg(hh, e) ? (uint16_t)(v ^ 0x8000u) : v; /* exact negation of a bf16 */
+    }
+}
+
+/* The prefill check: each sampled token is one sequence of the operator's MHA batch with its earlier
+ * tokens as cached context (a bf16 paged pool of [kv_c | k_pe], one page per prompt) and itself as
+ * the new token; heads 0 and h-1, with their rows of W_kvb. */
+static void check_prefill(int b, int s, int h, int P, int R, int V, int C, float scale, const uint16_t *qn,
+                          const uint16_t *qp, const uint16_t *kv_c, const uint16_t *kpe, const uint16_t *out,
+                          const float *lse, bn_samples *sm)
+{
+    const int T = b * s, NT = 4;
+    const int samples_t[4] = {0, s / 2, s - 1, T - 1}, samples_h[BN_NH] = {0, h - 1};
+    const size_t rb = mla_kv_row_bytes(MLA_KV_BF16, C, R);
+    uint16_t *hc = (uint16_t *)host_alloc((size_t)T * C * 2), *hp = (uint16_t *)host_alloc((size_t)T * R * 2);
+    BN_CHECK(hipMemcpy(hc, kv_c, (size_t)T * C * 2, hipMemcpyDeviceToHost));
+    BN_CHECK(hipMemcpy(hp, kpe, (size_t)T * R * 2, hipMemcpyDeviceToHost));
+    uint8_t *pool = (uint8_t *)host_alloc((size_t)T * rb); /* row t = token t: page i = prompt i */
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(pool + t * rb, hc + t * C, (size_t)C * 2);
+        memcpy(pool + t * rb + (size_t)C * 2, hp + t * R, (size_t)R * 2);
+    }
+    float *w = (float *)host_alloc((size_t)BN_NH * (P + V) * C * sizeof(float));
+    memset(w, 0, (size_t)BN_NH * (P + V) * C * sizeof(float));
+    for (int k = 0; k < BN_NH; k++)
+        for (int i = 0; i < P + V; i++)
+            w[((size_t)k * (P + V) + i) * C + bn_sel(samples_h[k], i, C)] = bn_neg(samples_h[k], i) ? -1.0f : 1.0f;
+    float q[4 * BN_NH * 192], c_new[4 * 512], pe_new[4 * 64];
+    int32_t cu[5], seq_lens[4], btab[4];
+    for (int i = 0; i < NT; i++) {
+        int t = samples_t[i];
+        cu[i] = i;
+        seq_lens[i] = t % s + 1;
+        btab[i] = t / s;
+        for (int e = 0; e < C; e++) c_new[i * C + e] = gd_bf16_to_f32(hc[(int64_t)t * C + e]);
+        for (int e = 0; e < R; e++) pe_new[i * R + e] = gd_bf16_to_f32(hp[(int64_t)t * R + e]);
+        for (int k = 0; k < BN_NH; k++) {
+            int64_t th = (int64_t)t * h + samples_h[k];
+            uint16_t qb[192];
+            BN_CHECK(hipMemcpy(qb, qn + th * P, (size_t)P * 2, hipMemcpyDeviceToHost));
+            BN_CHECK(hipMemcpy(qb + P, qp + th * R, (size_t)R * 2, hipMemcpyDeviceToHost));
+            for (int e = 0; e < P + R; e++) q[(i * BN_NH + k) * (P + R) + e] = gd_bf16_to_f32(qb[e]);
+            BN_CHECK(hipMemcpy(sm->got[i][k], out + th * V, (size_t)V * 2, hipMemcpyDeviceToHost));
+            BN_CHECK(hipMemcpy(&sm->got_lse[i][k], lse + th, 4, hipMemcpyDeviceToHost));
+        }
+    }
+    cu[NT] = NT;
+    float want[4 * BN_NH * 128], want_lse[4 * BN_NH];
+    const mla_mha_args m = {.batch = NT,
+                            .num_heads = BN_NH,
+                            .kv_lora_rank = C,
+                            .rope_dim = R,
+                            .nope_dim = P,
+                            .v_dim = V,
+                            .total_q = NT,
+                            .cu_seqlens_q = cu,
+                            .seq_lens = seq_lens,
+                            .softmax_scale = scale,
+                            .q = q,
+                            .kv_c = c_new,
+                            .k_pe = pe_new,
+                            .w_kv_b = w,
+                            .kv = {.format = MLA_KV_BF16,
+                                   .fp8_fnuz = 0,
+                                   .data = pool,
+                                   .num_blocks = b,
+                                   .page_size = s,
+                                   .k_scale = 1.0f,
+                                   .block_table = btab,
+                                   .max_blocks_per_seq = 1},
+                            .out = want,
+                            .lse = want_lse};
+    ref_call(mla_ref_attn_ops()->mha(&m), "mha");
+    sm->nt = NT;
+    sm->d = V;
+    for (int i = 0; i < NT; i++)
+        for (int k = 0; k < BN_NH; k++) {
+            memcpy(sm->want[i][k], want + (i * BN_NH + k) * V, (size_t)V * sizeof(float));
+            sm->want_lse[i][k] = want_lse[i * BN_NH + k];
+        }
+    free(hc); free(hp); free(pool); free(w);
+}
+
 /* Causal prefill of b sequences of s tokens with no cached context (MHA form, d_qk 192, d_v 128). */
 static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result_row *res)
 {
-    const int P = 128, R = 64, V = 128;
+    const int P = 128, R = 64, V = 128, C = 512;
     int T = b * s;
     gpu_seq *seqs = (gpu_seq *)host_alloc((size_t)b * sizeof(gpu_seq));
     int32_t *tok_seq = (int32_t *)host_alloc((size_t)T * 4);
     for (int i = 0; i < b; i++) {
-        seqs[i] = gpu_seq{i, 0, s, i * s, i * s};
+        seqs[i] = gpu_seq{.slot = i, .n_past = 0, .n_new = s, .tok0 = i * s, .ws0 = i * s};
         for (int k = 0; k < s; k++) tok_seq[i * s + k] = i;
     }
     uint16_t *qn = (uint16_t *)dev_alloc((size_t)T * h * P * 2), *qp = (uint16_t *)dev_alloc((size_t)T * h * R * 2);
     uint16_t *kvx = (uint16_t *)dev_alloc((size_t)T * h * (P + V) * 2), *kpe = (uint16_t *)dev_alloc((size_t)T * R * 2);
+    uint16_t *kv_c = (uint16_t *)dev_alloc((size_t)T * C * 2);
     uint16_t *out = (uint16_t *)dev_alloc((size_t)T * h * V * 2);
     float *lse = (float *)dev_alloc((size_t)T * h * 4);
     int32_t *d_ts = (int32_t *)dev_alloc((size_t)T * 4);
@@ -308,55 +470,26 @@ static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result
     BN_CHECK(hipMemcpy(d_seqs, seqs, (size_t)b * sizeof(gpu_seq), hipMemcpyHostToDevice));
     k_fill_bf16<<<1024, 256, 0, env->st>>>(qn, (int64_t)T * h * P, 11, 1.0f);
     k_fill_bf16<<<1024, 256, 0, env->st>>>(qp, (int64_t)T * h * R, 12, 1.0f);
-    k_fill_bf16<<<1024, 256, 0, env->st>>>(kvx, (int64_t)T * h * (P + V), 13, 1.0f);
+    k_fill_bf16<<<1024, 256, 0, env->st>>>(kv_c, (int64_t)T * C, 13, 1.0f);
     k_fill_bf16<<<1024, 256, 0, env->st>>>(kpe, (int64_t)T * R, 14, 1.0f);
+    k_expand_kvx<<<1024, 256, 0, env->st>>>(kv_c, kvx, T, h, P + V, C);
     BN_CHECK(hipGetLastError());
     float scale = 0.5f / sqrtf(192.0f);
-    gpu_prefill_args a = {qn, qp, kvx, kpe, d_ts, d_seqs, out, lse, T, h, P, R, V, scale, 0, 0, b, s, tiled};
+    const gpu_prefill_args a = {.q_nope = qn, .q_pe = qp, .kvx = kvx, .ws_kpe = kpe, .tok_seq = d_ts, .seqs = d_seqs,
+                                .out = out, .lse = lse, .t = T, .h = h, .p = P, .r = R, .v = V, .scale = scale,
+                                .causal_plus = 0, .lse_bf16 = 0, .n_seqs = b, .max_new = s, .tiled = tiled};
     if (gpu_attn_prefill(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
     }
     BN_CHECK(hipStreamSynchronize(env->st));
 
-    /* check rows of the first and last sequence at the start, middle and end of the prompt */
-    uint16_t *hkvx = (uint16_t *)host_alloc((size_t)T * h * (P + V) * 2), *hkpe = (uint16_t *)host_alloc((size_t)T * R * 2);
-    BN_CHECK(hipMemcpy(hkvx, kvx, (size_t)T * h * (P + V) * 2, hipMemcpyDeviceToHost));
-    BN_CHECK(hipMemcpy(hkpe, kpe, (size_t)T * R * 2, hipMemcpyDeviceToHost));
-    int samples_t[4] = {0, s / 2, s - 1, T - 1}, samples_h[2] = {0, h - 1};
-    double worst = 0, worst_lse = 0, o[128];
-    double *sc = (double *)host_alloc((size_t)s * sizeof(double));
-    for (int i = 0; i < 4; i++)
-        for (int k = 0; k < 2; k++) {
-            int t = samples_t[i], hh = samples_h[k], sq = t / s, pos = t % s;
-            uint16_t q[192], got[128];
-            float got_lse;
-            BN_CHECK(hipMemcpy(q, qn + ((int64_t)t * h + hh) * P, P * 2, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(q + P, qp + ((int64_t)t * h + hh) * R, R * 2, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(got, out + ((int64_t)t * h + hh) * V, V * 2, hipMemcpyDeviceToHost));
-            BN_CHECK(hipMemcpy(&got_lse, lse + (int64_t)t * h + hh, 4, hipMemcpyDeviceToHost));
-            double mx = -INFINITY, sum = 0;
-            for (int j = 0; j <= pos; j++) {
-                const uint16_t *kr = hkvx + ((int64_t)(sq * s + j) * h + hh) * (P + V), *kp = hkpe + (int64_t)(sq * s + j) * R;
-                double d = 0;
-                for (int e = 0; e < P; e++) d += (double)gd_bf16_to_f32(q[e]) * gd_bf16_to_f32(kr[e]);
-                for (int e = 0; e < R; e++) d += (double)gd_bf16_to_f32(q[P + e]) * gd_bf16_to_f32(kp[e]);
-                sc[j] = d * scale;
-                mx = sc[j] > mx ? sc[j] : mx;
-            }
-            for (int e = 0; e < V; e++) o[e] = 0;
-            for (int j = 0; j <= pos; j++) {
-                double p = exp(sc[j] - mx);
-                sum += p;
-                const uint16_t *vr = hkvx + ((int64_t)(sq * s + j) * h + hh) * (P + V) + P;
-                for (int e = 0; e < V; e++) o[e] += p * gd_bf16_to_f32(vr[e]);
-            }
-            for (int e = 0; e < V; e++) o[e] /= sum;
-            double e1 = row_error(got, o, V), el = fabs(got_lse - (mx + log(sum)));
-            worst = e1 > worst ? e1 : worst;
-            worst_lse = el > worst_lse ? el : worst_lse;
-        }
-    free(hkvx); free(hkpe); free(sc);
+    /* rows of the first and last sequence at the start, middle and end of the prompt */
+    bn_samples *sm = (bn_samples *)host_alloc(sizeof(bn_samples));
+    check_prefill(b, s, h, P, R, V, C, scale, qn, qp, kv_c, kpe, out, lse, sm);
+    double worst, worst_lse, control;
+    bn_score(sm, &worst, &worst_lse, &control);
+    free(sm);
 
     float ms = time_launch(env, launch_prefill, &a);
     double flops = 2.0 * b * h * (double)s * (s / 2.0) * (192 + 128);
@@ -368,17 +501,20 @@ static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result
     res->tflops = flops / (ms * 1e-3) / 1e12;
     res->worst_rel = worst;
     res->worst_lse = worst_lse;
-    res->ok = worst < CHECK_REL_L2 && worst_lse < CHECK_LSE;
+    res->control = control;
+    res->ok = worst < CHECK_REL_L2 && worst_lse < CHECK_LSE && control > CHECK_REL_L2;
     BN_CHECK(hipFree(qn)); BN_CHECK(hipFree(qp)); BN_CHECK(hipFree(kvx)); BN_CHECK(hipFree(kpe));
-    BN_CHECK(hipFree(out)); BN_CHECK(hipFree(lse)); BN_CHECK(hipFree(d_ts)); BN_CHECK(hipFree(d_seqs));
+    BN_CHECK(hipFree(kv_c)); BN_CHECK(hipFree(out)); BN_CHECK(hipFree(lse)); BN_CHECK(hipFree(d_ts));
+    BN_CHECK(hipFree(d_seqs));
     free(seqs); free(tok_seq);
 }
 
 static void print_row(FILE *f, const result_row *r)
 {
-    fprintf(f, "| %-7s | %-6s | %3d | %5d | %3d | %4d | %3d | %10.1f | %7.1f | %5.1f%% | %7.2f | %5.2f%% | %.1e / %.1e %s |\n",
+    fprintf(f, "| %-7s | %-6s | %3d | %5d | %3d | %4d | %3d | %10.1f | %7.1f | %5.1f%% | %7.2f | %5.2f%% | %.1e / %.1e "
+               "(control %.1e) %s |\n",
             r->what, r->kv, r->b, r->s_k, r->h, r->s_q, r->splits, r->ms * 1e3, r->gbs, 100 * r->gbs / CEIL_GBS,
-            r->tflops, 100 * r->tflops / CEIL_TFLOPS, r->worst_rel, r->worst_lse, r->ok ? "ok" : "FAIL");
+            r->tflops, 100 * r->tflops / CEIL_TFLOPS, r->worst_rel, r->worst_lse, r->control, r->ok ? "ok" : "FAIL");
 }
 
 int main(int argc, char **argv)
@@ -416,18 +552,19 @@ int main(int argc, char **argv)
     static const int d1_h[] = {16, 128};
     static const int d1_s[] = {4096, 8192};
     /* each decode workload with the first kernel (decode) and the head-grouped one (decode-t) */
-    for (int fmt = 0; fmt < 3; fmt++) /* D1 / D5: b 128, page 64 */
+    static const mla_kv_format d1_kv[] = {MLA_KV_BF16, MLA_KV_FP8, MLA_KV_FP8_DS};
+    for (int fi = 0; fi < 3; fi++) /* D1 / D5: b 128, page 64 */
         for (int si = 0; si < 2 - quick; si++)
             for (int hi = 0; hi < 2; hi++)
                 for (int tiled = 0; tiled < 2; tiled++) {
-                    bench_decode(&env, fmt, 128, d1_s[si], d1_h[hi], 1, tiled, &rows[n]);
+                    bench_decode(&env, d1_kv[fi], 128, d1_s[si], d1_h[hi], 1, tiled, &rows[n]);
                     print_row(stdout, &rows[n++]);
                     fflush(stdout);
                 }
     for (int tiled = 0; tiled < 2; tiled++) {
-        bench_decode(&env, GPU_KV_BF16, 128, 4096, 128, 2, tiled, &rows[n]); /* MTP s_q = 2 */
+        bench_decode(&env, MLA_KV_BF16, 128, 4096, 128, 2, tiled, &rows[n]); /* MTP s_q = 2 */
         print_row(stdout, &rows[n++]);
-        bench_decode(&env, GPU_KV_BF16, 1, 65536, 128, 1, tiled, &rows[n]); /* D4: one long sequence */
+        bench_decode(&env, MLA_KV_BF16, 1, 65536, 128, 1, tiled, &rows[n]); /* D4: one long sequence */
         print_row(stdout, &rows[n++]);
     }
     int saved_reps = env.reps;
@@ -441,14 +578,15 @@ int main(int argc, char **argv)
     env.reps = saved_reps;
 
     int fails = 0;
-    printf("\n| kernel | kv | b | s_k | h | s_q | splits | median us | GB/s | %% of %.0f | TFLOP/s | %% of %.0f | check rel L2 / lse |\n",
+    printf("\n| kernel | kv | b | s_k | h | s_q | splits | median us | GB/s | %% of %.0f | TFLOP/s | %% of %.0f | check rel L2 / lse (control) |\n",
            CEIL_GBS, CEIL_TFLOPS);
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         print_row(stdout, &rows[i]);
         fails += !rows[i].ok;
     }
-    printf("%d of %d checks failed (limits: rel L2 %.0e of the bf16 output, |lse| %.0e)\n", fails, n, CHECK_REL_L2, CHECK_LSE);
+    printf("%d of %d checks failed (limits: rel L2 %.0e of the bf16 output, |lse| %.0e, against mla_ref_attn_ops; "
+           "the control must exceed the rel L2 limit)\n", fails, n, CHECK_REL_L2, CHECK_LSE);
     BN_CHECK(hipFree(env.flush));
     return fails ? 1 : 0;
 }

@@ -141,8 +141,9 @@ extern "C" mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a
 {
     if (a->t <= 0) return MLA_OK;
     if (a->tiled && pt_fits(a->p, a->r, a->v)) {
-        pt_args pa = {a->q_nope, a->q_pe, a->kvx, a->ws_kpe, a->seqs, a->out, a->lse, a->h, a->p, a->r, a->v,
-                      a->scale, a->causal_plus, a->lse_bf16};
+        const pt_args pa = {.q_nope = a->q_nope, .q_pe = a->q_pe, .kvx = a->kvx, .ws_kpe = a->ws_kpe,
+                            .seqs = a->seqs, .out = a->out, .lse = a->lse, .h = a->h, .p = a->p, .r = a->r,
+                            .v = a->v, .scale = a->scale, .causal_plus = a->causal_plus, .lse_bf16 = a->lse_bf16};
         dim3 grid((a->max_new + PT_QT - 1) / PT_QT, a->n_seqs, a->h);
         k_attn_prefill_tiled<<<grid, PT_THREADS, 0, st>>>(pa);
         MLA_HIP_LAUNCHED("k_attn_prefill_tiled");
@@ -158,7 +159,7 @@ extern "C" mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a
 __global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
 {
     extern __shared__ float sh[];
-    const int c = a.kv.c, r = a.kv.r;
+    const int c = a.kv.codec.c, r = a.kv.codec.r;
     float *q = sh, *sc = sh + c + r;
     __shared__ const uint8_t *rows[AT_NK];
     int t = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
@@ -210,7 +211,7 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
 /* Merge the splits of one (token, head): fp32, scale factors formed before multiplying outputs. */
 __global__ void __launch_bounds__(AT_THREADS) k_attn_combine(gpu_decode_args a)
 {
-    int t = blockIdx.x, h = blockIdx.y, c = a.kv.c;
+    int t = blockIdx.x, h = blockIdx.y, c = a.kv.codec.c;
     int64_t base = ((int64_t)t * a.h + h) * a.splits;
     int round = a.lse_bf16 && a.splits > 1;
     float mm = -INFINITY;
@@ -274,21 +275,22 @@ extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm)
 extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
 {
     if (a->t <= 0) return MLA_OK;
-    if (a->tiled && dt_fits(a->kv.c, a->kv.r)) {
+    if (a->tiled && dt_fits(a->kv.codec.c, a->kv.codec.r)) {
         static int attr_set = 0; /* > 48 KB of dynamic shared memory needs the opt-in once */
         if (!attr_set) {
             MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_tiled),
                                               hipFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(dt_shared)));
             attr_set = 1;
         }
-        dt_args da = {a->q_abs, a->q_pe, a->kv, a->tok_seq, a->seqs, a->part_o, a->part_lse,
-                      a->t, a->h, a->splits, a->scale, a->causal_plus};
+        const dt_args da = {.q_abs = a->q_abs, .q_pe = a->q_pe, .kv = a->kv, .tok_seq = a->tok_seq,
+                            .seqs = a->seqs, .part_o = a->part_o, .part_lse = a->part_lse, .t = a->t, .h = a->h,
+                            .splits = a->splits, .scale = a->scale, .causal_plus = a->causal_plus};
         dim3 grid(a->t, (a->h + DT_HG - 1) / DT_HG, a->splits);
         k_attn_decode_tiled<<<grid, DT_THREADS, sizeof(dt_shared), st>>>(da);
         MLA_HIP_LAUNCHED("k_attn_decode_tiled");
     } else {
         dim3 grid(a->t, a->h, a->splits);
-        size_t shm = (size_t)(a->kv.c + a->kv.r + AT_NK) * sizeof(float);
+        size_t shm = (size_t)(a->kv.codec.c + a->kv.codec.r + AT_NK) * sizeof(float);
         k_attn_decode<<<grid, AT_THREADS, shm, st>>>(*a);
         MLA_HIP_LAUNCHED("k_attn_decode");
     }

@@ -75,7 +75,7 @@ MLA_HD dt_block dt_block_of(const dt_args &a, int t, int g, int sp)
 
 MLA_HD void dt_load_q(const dt_args &a, const dt_block &b, dt_shared &sh, int tid)
 {
-    int c = a.kv.c, r = a.kv.r;
+    int c = a.kv.codec.c, r = a.kv.codec.r;
     for (int i = tid; i < DT_HG * (c + r); i += DT_THREADS) {
         int hh = i / (c + r), e = i % (c + r), h = b.h0 + hh;
         float v = 0.0f;
@@ -91,7 +91,7 @@ MLA_HD void dt_load_q(const dt_args &a, const dt_block &b, dt_shared &sh, int ti
 /* Rows [c0, c0 + n) dequantized to f32. */
 MLA_HD void dt_load_tile(const dt_args &a, const dt_block &b, dt_shared &sh, int tid, int c0, int n)
 {
-    int L = a.kv.c + a.kv.r;
+    int L = a.kv.codec.c + a.kv.codec.r;
     for (int i = tid; i < n * L; i += DT_THREADS) {
         int j = i / L, e = i % L;
         sh.k[j][e] = kv_load(a.kv, kv_row(a.kv, b.slot, c0 + j), e);
@@ -103,7 +103,7 @@ MLA_HD void dt_load_tile(const dt_args &a, const dt_block &b, dt_shared &sh, int
 MLA_HD void dt_scores(const dt_args &a, dt_shared &sh, int tid, int n)
 {
     int half = tid & 1, j = (tid >> 1) % DT_NK, hh = tid / (2 * DT_NK);
-    int L = a.kv.c + a.kv.r;
+    int L = a.kv.codec.c + a.kv.codec.r;
     float d = 0.0f;
     if (j < n)
         for (int e = half; e < L; e += 2) d += sh.q[hh][e] * sh.k[j][e];
@@ -137,7 +137,7 @@ MLA_HD void dt_pv(const dt_args &a, dt_shared &sh, int tid, int n, float (&acc)[
         for (int k = 0; k < DT_CPT; k++) acc[hh][k] *= sh.corr[hh];
     for (int k = 0; k < DT_CPT; k++) {
         int e = tid + k * DT_THREADS;
-        if (e >= a.kv.c) continue;
+        if (e >= a.kv.codec.c) continue;
         for (int j = 0; j < n; j++) {
             float v = sh.k[j][e];
             for (int hh = 0; hh < DT_HG; hh++) acc[hh][k] += sh.p[hh][j] * v;
@@ -149,7 +149,7 @@ MLA_HD void dt_pv(const dt_args &a, dt_shared &sh, int tid, int n, float (&acc)[
 MLA_HD void dt_store(const dt_args &a, const dt_block &b, const dt_shared &sh, int tid,
                      const float (&acc)[DT_HG][DT_CPT])
 {
-    int c = a.kv.c;
+    int c = a.kv.codec.c;
     for (int hh = 0; hh < DT_HG; hh++) {
         int h = b.h0 + hh;
         if (h >= a.h) break;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mla/kv.h"
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #include "hip_compat.h" /* the runtime headers define __host__ / __device__ */
 #define MLA_HD __host__ __device__ __forceinline__
@@ -30,7 +32,8 @@ MLA_HD float gd_u2f(uint32_t u)
     return f;
 }
 
-MLA_HD float gd_bf16_to_f32(uint16_t b) { return gd_u2f((uint32_t)b << 16); }
+/* The decoders are mla/kv.h's, so the kernels, the engine and the reference decode alike. */
+MLA_HD float gd_bf16_to_f32(uint16_t b) { return mla_kv_bf16_f32(b); }
 
 MLA_HD uint16_t gd_f32_to_bf16(float x)
 {
@@ -82,19 +85,7 @@ MLA_HD uint8_t gd_f32_to_e4m3(float x, int fnuz)
     return (uint8_t)(code | sign);
 }
 
-MLA_HD float gd_e4m3_to_f32(uint8_t b, int fnuz)
-{
-    int s = b & 0x80, e = (b >> 3) & 15, m = b & 7;
-    float v;
-    if (fnuz) {
-        if (b == 0x80) return gd_u2f(0x7fc00000u);
-        v = e == 0 ? ldexpf((float)m, -10) : ldexpf(1.0f + m / 8.0f, e - 8);
-    } else {
-        if (e == 15 && m == 7) return gd_u2f(s ? 0xffc00000u : 0x7fc00000u);
-        v = e == 0 ? ldexpf((float)m, -9) : ldexpf(1.0f + m / 8.0f, e - 7);
-    }
-    return s ? -v : v;
-}
+MLA_HD float gd_e4m3_to_f32(uint8_t b, int fnuz) { return mla_kv_e4m3_f32(b, fnuz); }
 
 /* 2^ceil(log2(v)) for v > 0, exact (fp8_ds_mla POW2 tile scales). */
 MLA_HD float gd_pow2_ceil(float v)

@@ -186,11 +186,9 @@ static void gpu_unload(gpu_ctx *c)
         free(c->taps);
         c->taps = NULL;
     }
-    gpu_buf *sb[] = {&c->s_tokens, &c->s_tokseq, &c->s_seqs, &c->s_cq, &c->s_cqn, &c->s_q, &c->s_kva,
-                     &c->s_wskvc, &c->s_wskpe, &c->s_kvx, &c->s_h, &c->s_olat, &c->s_part_o,
-                     &c->s_part_lse, &c->s_g, &c->s_u, &c->s_a, &c->s_y, &c->s_acc, &c->s_xg,
-                     &c->s_rows, &c->s_w8, &c->s_ws8, &c->s_qabs8, &c->s_lse_tmp};
-    for (size_t k = 0; k < sizeof sb / sizeof sb[0]; k++) gpu_buf_free(sb[k]);
+#define GPU_SCRATCH_FREE(name) gpu_buf_free(&c->scratch.name);
+    GPU_SCRATCH_LIST(GPU_SCRATCH_FREE)
+#undef GPU_SCRATCH_FREE
     c->loaded = 0;
 }
 
@@ -398,8 +396,12 @@ static mla_status setup_cache(gpu_ctx *c)
     const mla_config *g = &c->cfg;
     int L = g->num_hidden_layers, C = g->kv_lora_rank, R = g->qk_rope_head_dim;
     const mla_run_opts *o = &c->opts;
-    c->kv_fmt = o->profile == MLA_PROFILE_FP8KV ? GPU_KV_FP8 : o->profile == MLA_PROFILE_FP8DS ? GPU_KV_DS : GPU_KV_BF16;
-    c->row_bytes = c->kv_fmt == GPU_KV_BF16 ? 2 * (C + R) : c->kv_fmt == GPU_KV_FP8 ? C + R : C + 4 * (C / 128) + 2 * R;
+    mla_kv_format f = o->profile == MLA_PROFILE_FP8KV ? MLA_KV_FP8 : o->profile == MLA_PROFILE_FP8DS ? MLA_KV_FP8_DS
+                                                                                                  : MLA_KV_BF16;
+    /* fp8_ds_mla codes are e4m3fn on every device (k_cache_write, as the reference's cache) */
+    c->kv_codec = mla_kv_codec{.format = f, .fp8_fnuz = f == MLA_KV_FP8 ? c->fnuz : 0, .c = C, .r = R,
+                               .k_scale = (float)o->kv_scale};
+    c->row_bytes = (int)mla_kv_row_bytes(f, C, R);
     c->blocks_per_seq = (o->max_seq_len + o->block_size - 1) / o->block_size;
     if ((int64_t)c->blocks_per_seq * o->max_seqs > INT32_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: paged cache of %d sequences x %d blocks: more than 2^31 blocks",
@@ -412,7 +414,7 @@ static mla_status setup_cache(gpu_ctx *c)
     if (!c->kv_pool || !c->h_tables || !c->seq_len) return mla_errorf(MLA_ERR_NOMEM, "gpu: cache tables");
     /* Poison: unwritten rows decode as NaN (fnuz has its NaN at 0x80), so a read past the
      * written tokens shows up in every tap downstream. */
-    int poison = c->kv_fmt == GPU_KV_FP8 && c->fnuz ? 0x80 : 0xff;
+    int poison = c->kv_codec.fp8_fnuz ? 0x80 : 0xff;
     char what[200];
     snprintf(what, sizeof what, "the paged KV cache (%d layers x %d sequences x %d tokens x %d B/row)", L,
              o->max_seqs, c->blocks_per_seq * o->block_size, c->row_bytes);
@@ -507,8 +509,17 @@ static mla_status gpu_reset(void *vctx)
 }
 
 static const mla_backend_ops gpu_ops = {
-    MLA_BACKEND_ABI_VERSION, "gpu", gpu_create, gpu_supports, gpu_load, gpu_reset,
-    gpu_forward_mha, gpu_forward_mqa, gpu_read_tap, gpu_read_kv, gpu_destroy,
+    .abi_version = MLA_BACKEND_ABI_VERSION,
+    .name = "gpu",
+    .create = gpu_create,
+    .supports = gpu_supports,
+    .load = gpu_load,
+    .reset = gpu_reset,
+    .forward_mha = gpu_forward_mha,
+    .forward_mqa = gpu_forward_mqa,
+    .read_tap = gpu_read_tap,
+    .read_kv = gpu_read_kv,
+    .destroy = gpu_destroy,
 };
 
 extern "C" const mla_backend_ops *mla_gpu_backend(void) { return &gpu_ops; }

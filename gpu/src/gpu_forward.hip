@@ -43,10 +43,11 @@ static mla_status tap_buf(gpu_ctx *c, int layer, mla_tap t, void **p)
 }
 
 #define TAP(layer, t, ptr) TRY(tap_buf(c, (layer), (t), (void **)&(ptr)))
+/* ptr = scratch buffer `buf` (gpu_scratch.h), grown to at least `bytes`. */
 #define SCR(buf, bytes, ptr)                                                                       \
     do {                                                                                           \
-        TRY(gpu_buf_ensure(&c->buf, (size_t)(bytes)));                                             \
-        (ptr) = (decltype(ptr))c->buf.p;                                                           \
+        TRY(gpu_buf_ensure(&c->scratch.buf, (size_t)(bytes)));                                     \
+        (ptr) = (decltype(ptr))c->scratch.buf.p;                                                   \
     } while (0)
 
 /* y [m, n] (row stride ldy) = x [m, k] . W^T; fp8w linears quantize x per 1x128 group first. */
@@ -56,12 +57,13 @@ static mla_status lin(gpu_ctx *c, const gpu_linear *l, const uint16_t *x, int64_
     if (l->q) {
         uint8_t *xq;
         float *xs;
-        SCR(s_w8, (size_t)m * l->k, xq);
-        SCR(s_ws8, (size_t)m * ((l->k + 127) / 128) * 4, xs);
+        SCR(act_q8, (size_t)m * l->k, xq);
+        SCR(act_q8_scale, (size_t)m * ((l->k + 127) / 128) * 4, xs);
         TRY(gpu_act_quant(c->stream, x, ldx, m, l->k, xq, xs));
         return gpu_gemm_fp8(c->stream, xq, xs, l->q, l->s, y, ldy, m, l->n, l->k);
     }
-    gpu_gemm_args a = {x, ldx, 0, l->w, l->k, 0, y, ldy, 0, m, l->n, l->k, 1, 0};
+    const gpu_gemm_args a = {.x = x, .ldx = ldx, .x_bs = 0, .w = l->w, .ldw = l->k, .w_bs = 0, .y = y, .ldy = ldy,
+                             .y_bs = 0, .m = m, .n = l->n, .k = l->k, .batch = 1, .y_f32 = 0};
     return gpu_gemm_bf16(c->stream, &a);
 }
 
@@ -70,9 +72,9 @@ static mla_status mlp(gpu_ctx *c, const gpu_mlp *p, const uint16_t *x, int m, ui
 {
     int I = p->gate.n, D = c->cfg.hidden_size;
     uint16_t *g, *u, *a;
-    SCR(s_g, (size_t)m * I * 2, g);
-    SCR(s_u, (size_t)m * I * 2, u);
-    SCR(s_a, (size_t)m * I * 2, a);
+    SCR(mlp_gate, (size_t)m * I * 2, g);
+    SCR(mlp_up, (size_t)m * I * 2, u);
+    SCR(mlp_act, (size_t)m * I * 2, a);
     TRY(lin(c, &p->gate, x, D, m, g, I));
     TRY(lin(c, &p->up, x, D, m, u, I));
     TRY(gpu_silu_mul(c->stream, g, u, a, (int64_t)m * I));
@@ -90,17 +92,28 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
     TAP(li, MLA_TAP_TOPK_IDS, ids);
     TAP(li, MLA_TAP_TOPK_WEIGHTS, w);
     TRY(gpu_router_logits(c->stream, xn, ly->gate, T, E, D, logits));
-    gpu_route_args ra = {logits, ly->bias, ids, w, T, E, K, g->n_group, g->topk_group,
-                         g->scoring_func == MLA_SCORE_SIGMOID, g->topk_method != MLA_TOPK_GREEDY,
-                         g->norm_topk_prob, !(c->opts.faults & MLA_FAULT(MLA_FAULT_ROUTED_SCALING)),
-                         (float)g->routed_scaling_factor};
+    const gpu_route_args ra = {.logits = logits,
+                               .bias = ly->bias,
+                               .ids = ids,
+                               .w = w,
+                               .t = T,
+                               .e = E,
+                               .k = K,
+                               .n_group = g->n_group,
+                               .topk_group = g->topk_group,
+                               .sigmoid = g->scoring_func == MLA_SCORE_SIGMOID,
+                               .group_limited = g->topk_method != MLA_TOPK_GREEDY,
+                               .norm = g->norm_topk_prob,
+                               .apply_scaling = !(c->opts.faults & MLA_FAULT(MLA_FAULT_ROUTED_SCALING)),
+                               .scaling = (float)g->routed_scaling_factor};
     TRY(gpu_route(c->stream, &ra));
     /* Group tokens by expert on the host (one sync per MoE layer; speed is a later issue). */
     size_t nk = (size_t)T * K;
-    int32_t *h_ids = (int32_t *)malloc(nk * 4), *h_rows = (int32_t *)malloc(nk * 4 * 2);
-    float *h_w = (float *)malloc(nk * 4);
+    /* h_ids/h_w: the routing as computed; h_rows/h_rw: the same pairs grouped by expert */
+    int32_t *h_ids = (int32_t *)malloc(nk * 4), *h_rows = (int32_t *)malloc(nk * 4);
+    float *h_w = (float *)malloc(nk * 4), *h_rw = (float *)malloc(nk * 4);
     int *cnt = (int *)calloc((size_t)E + 1, sizeof(int));
-    mla_status st = (h_ids && h_rows && h_w && cnt) ? MLA_OK : mla_errorf(MLA_ERR_NOMEM, "gpu: moe staging");
+    mla_status st = (h_ids && h_rows && h_w && h_rw && cnt) ? MLA_OK : mla_errorf(MLA_ERR_NOMEM, "gpu: moe staging");
     if (st == MLA_OK && (hipMemcpyAsync(h_ids, ids, nk * 4, hipMemcpyDeviceToHost, c->stream) != hipSuccess ||
                          hipMemcpyAsync(h_w, w, nk * 4, hipMemcpyDeviceToHost, c->stream) != hipSuccess ||
                          hipStreamSynchronize(c->stream) != hipSuccess))
@@ -116,34 +129,37 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
         }
     }
     int32_t *d_rows = NULL;
-    float *acc = NULL;
+    float *d_rw = NULL, *acc = NULL;
     uint16_t *xg = NULL, *yg = NULL;
     if (st == MLA_OK) {
         for (int e = 0; e < E; e++) cnt[e + 1] += cnt[e];
         int *fill = (int *)calloc((size_t)E, sizeof(int));
         if (!fill) st = mla_errorf(MLA_ERR_NOMEM, "gpu: moe staging");
-        float *hw = (float *)(h_rows + nk);
         for (size_t i = 0; st == MLA_OK && i < nk; i++) {
             int e = h_ids[i], at = cnt[e] + fill[e]++;
             h_rows[at] = (int32_t)(i / K);
-            hw[at] = h_w[i];
+            h_rw[at] = h_w[i];
         }
         free(fill);
     }
+    gpu_scratch *sc = &c->scratch;
+    if (st == MLA_OK) st = gpu_buf_ensure(&sc->moe_rows, nk * 4);
+    if (st == MLA_OK) st = gpu_buf_ensure(&sc->moe_weight, nk * 4);
     if (st == MLA_OK) {
-        TRY(gpu_buf_ensure(&c->s_rows, nk * 8));
-        d_rows = (int32_t *)c->s_rows.p;
-        if (hipMemcpyAsync(d_rows, h_rows, nk * 8, hipMemcpyHostToDevice, c->stream) != hipSuccess ||
+        d_rows = (int32_t *)sc->moe_rows.p;
+        d_rw = (float *)sc->moe_weight.p;
+        if (hipMemcpyAsync(d_rows, h_rows, nk * 4, hipMemcpyHostToDevice, c->stream) != hipSuccess ||
+            hipMemcpyAsync(d_rw, h_rw, nk * 4, hipMemcpyHostToDevice, c->stream) != hipSuccess ||
             hipStreamSynchronize(c->stream) != hipSuccess)
             st = mla_errorf(MLA_ERR_DEVICE, "gpu: layer %d: uploading expert rows failed", li);
     }
-    if (st == MLA_OK) st = gpu_buf_ensure(&c->s_acc, (size_t)T * D * 4);
-    if (st == MLA_OK) st = gpu_buf_ensure(&c->s_xg, (size_t)T * D * 2);
-    if (st == MLA_OK) st = gpu_buf_ensure(&c->s_y, (size_t)T * D * 2);
+    if (st == MLA_OK) st = gpu_buf_ensure(&sc->moe_acc, (size_t)T * D * 4);
+    if (st == MLA_OK) st = gpu_buf_ensure(&sc->moe_x, (size_t)T * D * 2);
+    if (st == MLA_OK) st = gpu_buf_ensure(&sc->moe_y, (size_t)T * D * 2);
     if (st == MLA_OK) {
-        acc = (float *)c->s_acc.p;
-        xg = (uint16_t *)c->s_xg.p;
-        yg = (uint16_t *)c->s_y.p;
+        acc = (float *)sc->moe_acc.p;
+        xg = (uint16_t *)sc->moe_x.p;
+        yg = (uint16_t *)sc->moe_y.p;
         st = gpu_acc_init(c->stream, acc, (int64_t)T * D);
     }
     for (int e = 0; e < E && st == MLA_OK; e++) {
@@ -152,11 +168,12 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
         st = gpu_gather_rows(c->stream, xn, d_rows + cnt[e], n, D, xg);
         if (st == MLA_OK) st = mlp(c, &ly->experts[e], xg, n, yg);
         if (st == MLA_OK)
-            st = gpu_scatter_acc(c->stream, yg, d_rows + cnt[e], (const float *)(d_rows + nk) + cnt[e], n, D, acc);
+            st = gpu_scatter_acc(c->stream, yg, d_rows + cnt[e], d_rw + cnt[e], n, D, acc);
     }
     free(h_ids);
     free(h_rows);
     free(h_w);
+    free(h_rw);
     free(cnt);
     if (st != MLA_OK) return st;
     const uint16_t *shared = NULL;
@@ -240,23 +257,24 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
     int n_ws = ws;
     int32_t *d_tok, *d_ts;
     gpu_seq *d_seqs;
-    mla_status ms = gpu_buf_ensure(&c->s_tokens, (size_t)T * 4);
-    if (ms == MLA_OK) ms = gpu_buf_ensure(&c->s_tokseq, (size_t)T * 4);
-    if (ms == MLA_OK) ms = gpu_buf_ensure(&c->s_seqs, (size_t)S * sizeof(gpu_seq));
+    gpu_scratch *sc = &c->scratch;
+    mla_status ms = gpu_buf_ensure(&sc->tokens, (size_t)T * 4);
+    if (ms == MLA_OK) ms = gpu_buf_ensure(&sc->tok_seq, (size_t)T * 4);
+    if (ms == MLA_OK) ms = gpu_buf_ensure(&sc->seqs, (size_t)S * sizeof(gpu_seq));
     if (ms == MLA_OK &&
-        (hipMemcpyAsync(c->s_tokens.p, b->tokens, (size_t)T * 4, hipMemcpyHostToDevice, st) != hipSuccess ||
-         hipMemcpyAsync(c->s_tokseq.p, hts, (size_t)T * 4, hipMemcpyHostToDevice, st) != hipSuccess ||
-         hipMemcpyAsync(c->s_seqs.p, hs, (size_t)S * sizeof(gpu_seq), hipMemcpyHostToDevice, st) != hipSuccess ||
+        (hipMemcpyAsync(sc->tokens.p, b->tokens, (size_t)T * 4, hipMemcpyHostToDevice, st) != hipSuccess ||
+         hipMemcpyAsync(sc->tok_seq.p, hts, (size_t)T * 4, hipMemcpyHostToDevice, st) != hipSuccess ||
+         hipMemcpyAsync(sc->seqs.p, hs, (size_t)S * sizeof(gpu_seq), hipMemcpyHostToDevice, st) != hipSuccess ||
          hipStreamSynchronize(st) != hipSuccess))
         ms = mla_errorf(MLA_ERR_DEVICE, "gpu: uploading batch metadata failed");
     free(hs);
     free(hts);
     TRY(ms);
-    d_tok = (int32_t *)c->s_tokens.p;
-    d_ts = (int32_t *)c->s_tokseq.p;
-    d_seqs = (gpu_seq *)c->s_seqs.p;
+    d_tok = (int32_t *)sc->tokens.p;
+    d_ts = (int32_t *)sc->tok_seq.p;
+    d_seqs = (gpu_seq *)sc->seqs.p;
 
-    double sc = (F & MLA_FAULT(MLA_FAULT_NO_MSCALE)) ? 1.0 / sqrt((double)(P + R)) : mla_config_softmax_scale(g);
+    double scale = (F & MLA_FAULT(MLA_FAULT_NO_MSCALE)) ? 1.0 / sqrt((double)(P + R)) : mla_config_softmax_scale(g);
     int half = (F & MLA_FAULT(MLA_FAULT_ROPE_PAIRING)) ? 1 : 0;
     int plus = (F & MLA_FAULT(MLA_FAULT_CAUSAL_OFF_BY_ONE)) ? 1 : 0;
     int lse16 = (F & MLA_FAULT(MLA_FAULT_LSE_BF16)) ? 1 : 0;
@@ -267,18 +285,22 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
     TRY(gpu_embed(st, d_tok, c->embed, T, D, x));
     for (int li = 0; li < L; li++) {
         const gpu_layer *ly = &c->layers[li];
-        gpu_kv_desc kv = {c->kv_pool[li], c->d_tables, c->blocks_per_seq, c->opts.block_size, c->row_bytes,
-                          (int)c->kv_fmt, c->fnuz, C, R, (float)c->opts.kv_scale};
+        const gpu_kv_desc kv = {.pool = c->kv_pool[li],
+                                .tables = c->d_tables,
+                                .blocks_per_seq = c->blocks_per_seq,
+                                .block_size = c->opts.block_size,
+                                .row_bytes = c->row_bytes,
+                                .codec = c->kv_codec};
         uint16_t *xn, *q, *qn, *qpe, *kva, *kvc, *kpe, *core, *ao, *h, *fn, *fo, *out;
         float *lse;
         TAP(li, MLA_TAP_ATTN_NORM, xn);
         TRY(gpu_rmsnorm(st, x, D, ly->attn_norm, T, D, eps, xn, D));
         /* queries */
-        SCR(s_q, (size_t)T * H * (P + R) * 2, q);
+        SCR(q_proj, (size_t)T * H * (P + R) * 2, q);
         if (Lq > 0) {
             uint16_t *cq, *cqn;
-            SCR(s_cq, (size_t)T * Lq * 2, cq);
-            SCR(s_cqn, (size_t)T * Lq * 2, cqn);
+            SCR(q_a, (size_t)T * Lq * 2, cq);
+            SCR(q_a_normed, (size_t)T * Lq * 2, cqn);
             TRY(lin(c, &ly->q_a, xn, D, T, cq, Lq));
             TRY(gpu_rmsnorm(st, cq, Lq, ly->q_a_norm, T, Lq, eps, cqn, Lq));
             TRY(lin(c, &ly->q_b, cqn, Lq, T, q, H * (P + R)));
@@ -287,42 +309,54 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
         }
         TAP(li, MLA_TAP_Q_NOPE, qn);
         TAP(li, MLA_TAP_Q_PE, qpe);
-        gpu_rope_args ra = {q, P + R, P, H, R, P, qpe, qn, d_ts, d_seqs, c->inv_freq, af, half, T};
+        /* q_pe = rope(q[:, :, P:]), q_nope = q[:, :, :P] */
+        const gpu_rope_args ra = {.in = q, .ld_in = P + R, .off_in = P, .heads = H, .r = R, .nope = P, .out = qpe,
+                                  .nope_out = qn, .tok_seq = d_ts, .seqs = d_seqs, .inv_freq = c->inv_freq,
+                                  .attn_factor = af, .half_split = half, .t = T};
         TRY(gpu_rope(st, &ra));
         /* latent */
-        SCR(s_kva, (size_t)T * (C + R) * 2, kva);
+        SCR(kv_a, (size_t)T * (C + R) * 2, kva);
         TRY(lin(c, &ly->kv_a, xn, D, T, kva, C + R));
         TAP(li, MLA_TAP_KV_C, kvc);
         TAP(li, MLA_TAP_K_PE, kpe);
         TRY(gpu_rmsnorm(st, kva, C + R, ly->kv_a_norm, T, C, eps, kvc, C));
-        gpu_rope_args rk = {kva, C + R, C, 1, R, 0, kpe, NULL, d_ts, d_seqs, c->inv_freq, af, half, T};
+        /* k_pe = rope(kv_a[:, C:]), one head */
+        const gpu_rope_args rk = {.in = kva, .ld_in = C + R, .off_in = C, .heads = 1, .r = R, .nope = 0, .out = kpe,
+                                  .nope_out = NULL, .tok_seq = d_ts, .seqs = d_seqs, .inv_freq = c->inv_freq,
+                                  .attn_factor = af, .half_split = half, .t = T};
         TRY(gpu_rope(st, &rk));
         TRY(gpu_cache_write(st, kv, kvc, kpe, d_ts, d_seqs, T));
         TAP(li, MLA_TAP_ATTN_CORE, core);
         TAP(li, MLA_TAP_LSE, lse);
         if (!absorbed) {
             uint16_t *wkc, *wkp, *kvx;
-            SCR(s_wskvc, (size_t)n_ws * C * 2, wkc);
-            SCR(s_wskpe, (size_t)n_ws * R * 2, wkp);
-            SCR(s_kvx, (size_t)n_ws * H * (P + V) * 2, kvx);
+            SCR(ws_kv_c, (size_t)n_ws * C * 2, wkc);
+            SCR(ws_k_pe, (size_t)n_ws * R * 2, wkp);
+            SCR(ws_k_nope_v, (size_t)n_ws * H * (P + V) * 2, kvx);
             TRY(gpu_gather_ws(st, kv, kvc, kpe, d_seqs, S, n_ws, wkc, wkp));
-            gpu_gemm_args ka = {wkc, C, 0, ly->kv_b.w, C, 0, kvx, H * (P + V), 0, n_ws, H * (P + V), C, 1, 0};
+            /* kvx [n_ws, H (P+V)] = ws_kv_c . W_kvb^T */
+            const gpu_gemm_args ka = {.x = wkc, .ldx = C, .x_bs = 0, .w = ly->kv_b.w, .ldw = C, .w_bs = 0, .y = kvx,
+                                      .ldy = H * (P + V), .y_bs = 0, .m = n_ws, .n = H * (P + V), .k = C, .batch = 1,
+                                      .y_f32 = 0};
             TRY(gpu_gemm_bf16(st, &ka));
             int max_new = 0;
             for (int i = 0; i < S; i++) max_new = b->n_new[i] > max_new ? b->n_new[i] : max_new;
-            gpu_prefill_args pa = {qn, qpe, kvx, wkp, d_ts, d_seqs, core, lse, T, H, P, R, V, (float)sc, plus, lse16,
-                                   S, max_new, c->prefill_tiled};
+            const gpu_prefill_args pa = {.q_nope = qn, .q_pe = qpe, .kvx = kvx, .ws_kpe = wkp, .tok_seq = d_ts,
+                                         .seqs = d_seqs, .out = core, .lse = lse, .t = T, .h = H, .p = P, .r = R,
+                                         .v = V, .scale = (float)scale, .causal_plus = plus, .lse_bf16 = lse16,
+                                         .n_seqs = S, .max_new = max_new, .tiled = c->prefill_tiled};
             TRY(gpu_attn_prefill(st, &pa));
         } else {
             uint16_t *qa, *olat;
             float *qaf, *qpf, *po, *pl;
             TAP(li, MLA_TAP_Q_ABSORBED, qa);
             /* q_absorbed[t, h, :] = q_nope[t, h, :] . W_UK^T[h] (per-head batched GEMM) */
-            gpu_gemm_args qa_args = {qn, (int64_t)H * P, P, ly->w_uk_t, P, (int64_t)C * P, qa, (int64_t)H * C, C,
-                                     T, C, P, H, 0};
+            const gpu_gemm_args qa_args = {.x = qn, .ldx = (int64_t)H * P, .x_bs = P, .w = ly->w_uk_t, .ldw = P,
+                                           .w_bs = (int64_t)C * P, .y = qa, .ldy = (int64_t)H * C, .y_bs = C,
+                                           .m = T, .n = C, .k = P, .batch = H, .y_f32 = 0};
             TRY(gpu_gemm_bf16(st, &qa_args));
-            SCR(s_qabs8, (size_t)T * H * C * 4, qaf);
-            SCR(s_lse_tmp, (size_t)T * H * R * 4, qpf);
+            SCR(q_abs_f32, (size_t)T * H * C * 4, qaf);
+            SCR(q_pe_f32, (size_t)T * H * R * 4, qpf);
             float qscale = 0.0f;
             int qfnuz = 0;
             if (c->opts.profile == MLA_PROFILE_FP8KV && c->opts.fp8_query) {
@@ -333,20 +367,23 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
             }
             TRY(gpu_quant_query(st, qa, qpe, (int64_t)T * H, C, R, qscale, qfnuz, qaf, qpf));
             int splits = choose_splits(c, b, T);
-            SCR(s_olat, (size_t)T * H * C * 2, olat);
-            SCR(s_part_o, (size_t)T * H * splits * C * 4, po);
-            SCR(s_part_lse, (size_t)T * H * splits * 4, pl);
-            gpu_decode_args da = {qaf, qpf, kv, d_ts, d_seqs, po, pl, olat, lse, T, H, splits, (float)sc, plus, lse16,
-                                  c->decode_tiled};
+            SCR(o_latent, (size_t)T * H * C * 2, olat);
+            SCR(split_o, (size_t)T * H * splits * C * 4, po);
+            SCR(split_lse, (size_t)T * H * splits * 4, pl);
+            const gpu_decode_args da = {.q_abs = qaf, .q_pe = qpf, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs,
+                                        .part_o = po, .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = H,
+                                        .splits = splits, .scale = (float)scale, .causal_plus = plus,
+                                        .lse_bf16 = lse16, .tiled = c->decode_tiled};
             TRY(gpu_attn_decode(st, &da));
             /* attn_core[t, h, :] = o_latent[t, h, :] . W_UV[h]^T */
-            gpu_gemm_args uv = {olat, (int64_t)H * C, C, ly->kv_b.w + (size_t)P * C, C, (int64_t)(P + V) * C,
-                                core, (int64_t)H * V, V, T, V, C, H, 0};
+            const gpu_gemm_args uv = {.x = olat, .ldx = (int64_t)H * C, .x_bs = C, .w = ly->kv_b.w + (size_t)P * C,
+                                      .ldw = C, .w_bs = (int64_t)(P + V) * C, .y = core, .ldy = (int64_t)H * V,
+                                      .y_bs = V, .m = T, .n = V, .k = C, .batch = H, .y_f32 = 0};
             TRY(gpu_gemm_bf16(st, &uv));
         }
         TAP(li, MLA_TAP_ATTN_OUT, ao);
         TRY(lin(c, &ly->o, core, H * V, T, ao, D));
-        SCR(s_h, (size_t)T * D * 2, h);
+        SCR(resid_attn, (size_t)T * D * 2, h);
         TRY(gpu_add(st, x, ao, h, (int64_t)T * D));
         TAP(li, MLA_TAP_FFN_NORM, fn);
         TRY(gpu_rmsnorm(st, h, D, ly->ffn_norm, T, D, eps, fn, D));
@@ -364,7 +401,8 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
     TAP(0, MLA_TAP_FINAL_NORM, fnm);
     TRY(gpu_rmsnorm(st, x, D, c->final_norm, T, D, eps, fnm, D));
     TAP(0, MLA_TAP_LOGITS, logits);
-    gpu_gemm_args la = {fnm, D, 0, c->lm_head, D, 0, logits, N, 0, T, N, D, 1, 1};
+    const gpu_gemm_args la = {.x = fnm, .ldx = D, .x_bs = 0, .w = c->lm_head, .ldw = D, .w_bs = 0, .y = logits,
+                              .ldy = N, .y_bs = 0, .m = T, .n = N, .k = D, .batch = 1, .y_f32 = 1};
     TRY(gpu_gemm_bf16(st, &la));
     MLA_HIP_CHECK(hipStreamSynchronize(st));
     MLA_HIP_CHECK(hipGetLastError());
@@ -445,26 +483,7 @@ mla_status gpu_read_kv(void *vctx, int layer, int seq_id, mla_tensor **out)
         }
         for (int i = 0; i < n; i++) {
             const uint8_t *row = rowbuf + (size_t)i * c->row_bytes;
-            double *dst = o + (int64_t)(p0 + i) * (C + R);
-            for (int k = 0; k < C + R; k++) {
-                float v;
-                if (c->kv_fmt == GPU_KV_BF16) {
-                    uint16_t u;
-                    memcpy(&u, row + 2 * k, 2);
-                    v = gd_bf16_to_f32(u);
-                } else if (c->kv_fmt == GPU_KV_FP8) {
-                    v = gd_e4m3_to_f32(row[k], c->fnuz) * (float)c->opts.kv_scale;
-                } else if (k < C) {
-                    float s;
-                    memcpy(&s, row + C + 4 * (k / 128), 4);
-                    v = gd_e4m3_to_f32(row[k], 0) * s;
-                } else {
-                    uint16_t u;
-                    memcpy(&u, row + C + 4 * (C / 128) + 2 * (k - C), 2);
-                    v = gd_bf16_to_f32(u);
-                }
-                dst[k] = v;
-            }
+            mla_kv_load_row_f64(c->kv_codec, row, o + (int64_t)(p0 + i) * (C + R)); /* as the kernels decode */
         }
     }
     free(rowbuf);

@@ -133,7 +133,8 @@ extern "C" mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const floa
                                    const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k)
 {
     if (m <= 0 || n <= 0) return MLA_OK;
-    gemm8_args a = {xq, xs, wq, ws, y, ldy, m, n, k, (k + 127) / 128};
+    const gemm8_args a = {.xq = xq, .xs = xs, .wq = wq, .ws = ws, .y = y, .ldy = ldy, .m = m, .n = n, .k = k,
+                          .kb = (k + 127) / 128};
     dim3 grid((n + GM_BN - 1) / GM_BN, (m + GM_BM - 1) / GM_BM, 1);
     k_gemm_fp8<<<grid, GM_THREADS, 0, st>>>(a);
     MLA_HIP_LAUNCHED("k_gemm_fp8");

@@ -4,6 +4,7 @@
 #ifndef MLA_GPU_INTERNAL_H
 #define MLA_GPU_INTERNAL_H
 
+#include "gpu_scratch.h"
 #include "gpu_types.h"
 #include "hip_compat.h"
 #include "mla/backend.h"
@@ -44,6 +45,13 @@ typedef struct gpu_buf {
     size_t bytes;
 } gpu_buf;
 
+/* The forward pass's scratch, one buffer per line of GPU_SCRATCH_LIST. */
+typedef struct gpu_scratch {
+#define GPU_SCRATCH_FIELD(name) gpu_buf name;
+    GPU_SCRATCH_LIST(GPU_SCRATCH_FIELD)
+#undef GPU_SCRATCH_FIELD
+} gpu_scratch;
+
 typedef struct gpu_tap {
     gpu_buf buf;
     int valid;
@@ -65,7 +73,7 @@ typedef struct gpu_ctx {
     float *final_norm; /* [D] */
     float *inv_freq;   /* [R/2] f32 */
     /* paged cache */
-    gpu_kv_fmt kv_fmt;
+    mla_kv_codec kv_codec; /* the rows' format (mla/kv.h), fixed at load */
     int row_bytes, blocks_per_seq, n_blocks;
     uint8_t **kv_pool;   /* [L] device pools */
     int32_t *d_tables;   /* [max_seqs, blocks_per_seq] */
@@ -74,10 +82,7 @@ typedef struct gpu_ctx {
     /* last call */
     int64_t ntok;
     gpu_tap *taps;       /* [(L + 1) * MLA_TAP_COUNT]; globals at index L */
-    /* scratch */
-    gpu_buf s_tokens, s_tokseq, s_seqs, s_cq, s_cqn, s_q, s_kva, s_wskvc, s_wskpe, s_kvx, s_h,
-        s_olat, s_part_o, s_part_lse, s_g, s_u, s_a, s_y, s_acc, s_xg, s_rows, s_w8, s_ws8, s_qabs8,
-        s_lse_tmp;
+    gpu_scratch scratch;
 } gpu_ctx;
 
 #ifdef __cplusplus

@@ -110,36 +110,39 @@ extern "C" mla_status gpu_silu_mul(hipStream_t st, const uint16_t *g, const uint
     return MLA_OK;
 }
 
-/* One block of 128 threads per new token. fp8_ds_mla: thread i owns element i of each 128 tile. */
+/* One block of 128 threads per new token. fp8_ds_mla: thread i owns element i of each 128 tile.
+ * The layouts are mla/kv.h's (the engine's fp8_ds_mla codes are e4m3fn, as the reference's). */
 __global__ void k_cache_write(gpu_kv_desc kv, const uint16_t *kv_c, const uint16_t *k_pe,
                               const int32_t *tok_seq, const gpu_seq *seqs)
 {
     __shared__ float red[128 / MLA_WARP + 1];
+    const int C = kv.codec.c, R = kv.codec.r;
     int t = blockIdx.x, slot;
     int pos = tok_pos(tok_seq, seqs, t, &slot);
     uint8_t *row = (uint8_t *)kv_row(kv, slot, pos);
-    const uint16_t *c = kv_c + (int64_t)t * kv.c, *p = k_pe + (int64_t)t * kv.r;
-    if (kv.fmt == GPU_KV_BF16) {
-        for (int i = threadIdx.x; i < kv.c + kv.r; i += blockDim.x) {
-            uint16_t b = i < kv.c ? c[i] : p[i - kv.c];
+    const uint16_t *c = kv_c + (int64_t)t * C, *p = k_pe + (int64_t)t * R;
+    if (kv.codec.format == MLA_KV_BF16) {
+        for (int i = threadIdx.x; i < C + R; i += blockDim.x) {
+            uint16_t b = i < C ? c[i] : p[i - C];
             memcpy(row + 2 * i, &b, 2);
         }
-    } else if (kv.fmt == GPU_KV_FP8) {
-        for (int i = threadIdx.x; i < kv.c + kv.r; i += blockDim.x) {
-            float v = gd_bf16_to_f32(i < kv.c ? c[i] : p[i - kv.c]);
-            row[i] = gd_f32_to_e4m3(v / kv.kv_scale, kv.fnuz);
+    } else if (kv.codec.format == MLA_KV_FP8) {
+        for (int i = threadIdx.x; i < C + R; i += blockDim.x) {
+            float v = gd_bf16_to_f32(i < C ? c[i] : p[i - C]);
+            row[i] = gd_f32_to_e4m3(v / kv.codec.k_scale, kv.codec.fp8_fnuz);
         }
     } else {
-        for (int tile = 0; tile < kv.c / 128; tile++) {
-            int i = tile * 128 + threadIdx.x;
+        const int tiles = C / MLA_KV_DS_TILE; /* load() admits only C % 128 == 0 */
+        for (int tile = 0; tile < tiles; tile++) {
+            int i = tile * MLA_KV_DS_TILE + threadIdx.x;
             float v = gd_bf16_to_f32(c[i]);
             float amax = mla_block_max(fabsf(v), red);
             float s = gd_pow2_ceil(fmaxf(amax / 448.0f, 1e-4f));
             row[i] = gd_f32_to_e4m3(v / s, 0);
-            if (threadIdx.x == 0) memcpy(row + kv.c + 4 * tile, &s, 4);
+            if (threadIdx.x == 0) memcpy(row + C + 4 * tile, &s, 4);
         }
-        uint8_t *rp = row + kv.c + 4 * (kv.c / 128);
-        for (int i = threadIdx.x; i < kv.r; i += blockDim.x) memcpy(rp + 2 * i, &p[i], 2);
+        uint8_t *rp = row + C + 4 * tiles;
+        for (int i = threadIdx.x; i < R; i += blockDim.x) memcpy(rp + 2 * i, &p[i], 2);
     }
 }
 
@@ -155,24 +158,25 @@ extern "C" mla_status gpu_cache_write(hipStream_t st, gpu_kv_desc kv, const uint
 __global__ void k_gather_ws(gpu_kv_desc kv, const uint16_t *kv_c, const uint16_t *k_pe, const gpu_seq *seqs,
                             int n_seqs, uint16_t *ws_kvc, uint16_t *ws_kpe)
 {
+    const int C = kv.codec.c, R = kv.codec.r;
     int j = blockIdx.x, s = 0;
     while (s + 1 < n_seqs && j >= seqs[s + 1].ws0) s++;
     gpu_seq q = seqs[s];
     int i = j - q.ws0;
-    uint16_t *oc = ws_kvc + (int64_t)j * kv.c, *op = ws_kpe + (int64_t)j * kv.r;
+    uint16_t *oc = ws_kvc + (int64_t)j * C, *op = ws_kpe + (int64_t)j * R;
     if (i < q.n_past) {
         const uint8_t *row = kv_row(kv, q.slot, i);
-        for (int e = threadIdx.x; e < kv.c + kv.r; e += blockDim.x) {
+        for (int e = threadIdx.x; e < C + R; e += blockDim.x) {
             uint16_t b = gd_f32_to_bf16(kv_load(kv, row, e));
-            if (e < kv.c)
+            if (e < C)
                 oc[e] = b;
             else
-                op[e - kv.c] = b;
+                op[e - C] = b;
         }
     } else {
         int t = q.tok0 + i - q.n_past;
-        for (int e = threadIdx.x; e < kv.c; e += blockDim.x) oc[e] = kv_c[(int64_t)t * kv.c + e];
-        for (int e = threadIdx.x; e < kv.r; e += blockDim.x) op[e] = k_pe[(int64_t)t * kv.r + e];
+        for (int e = threadIdx.x; e < C; e += blockDim.x) oc[e] = kv_c[(int64_t)t * C + e];
+        for (int e = threadIdx.x; e < R; e += blockDim.x) op[e] = k_pe[(int64_t)t * R + e];
     }
 }
 

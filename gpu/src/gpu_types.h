@@ -5,22 +5,19 @@
 
 #include <stdint.h>
 
+#include "mla/kv.h"
+
 /* Per-sequence metadata of one call, on the device. */
 typedef struct gpu_seq {
     int slot, n_past, n_new, tok0, ws0;
 } gpu_seq;
-
-/* KV cache row formats. */
-typedef enum { GPU_KV_BF16 = 0, GPU_KV_FP8 = 1, GPU_KV_DS = 2 } gpu_kv_fmt;
 
 /* Everything a kernel needs to find and decode a cache row; passed by value. */
 typedef struct gpu_kv_desc {
     const uint8_t *pool;   /* [n_blocks * block_size, row_bytes] of one layer */
     const int32_t *tables; /* [max_seqs, blocks_per_seq] */
     int blocks_per_seq, block_size, row_bytes;
-    int fmt, fnuz;
-    int c, r;              /* kv_lora_rank, rope dim */
-    float kv_scale;        /* fp8kv dequant multiplier */
+    mla_kv_codec codec;    /* row format, C (codec.c), R (codec.r): decoded by mla_kv_load */
 } gpu_kv_desc;
 
 #endif

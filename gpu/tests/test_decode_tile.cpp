@@ -18,7 +18,9 @@ namespace {
 
 struct tcase {
     const char *name;
-    int c, r, h, block_size, fmt, s_q, splits, causal_plus;
+    int c, r, h, block_size;
+    mla_kv_format fmt;
+    int s_q, splits, causal_plus;
     std::vector<int> lens; /* tokens per sequence, the last s_q of them decoded */
 };
 
@@ -29,19 +31,14 @@ float uni() /* [-1, 1) */
     return (float)(rng_state >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-int row_bytes(const tcase &tc)
-{
-    return tc.fmt == GPU_KV_BF16 ? 2 * (tc.c + tc.r) : tc.fmt == GPU_KV_FP8 ? tc.c + tc.r : tc.c + 4 * (tc.c / 128) + 2 * tc.r;
-}
-
 void put_row(const tcase &tc, uint8_t *row)
 {
     for (int e = 0; e < tc.c + tc.r; e++) {
         float v = uni();
-        if (tc.fmt == GPU_KV_BF16) {
+        if (tc.fmt == MLA_KV_BF16) {
             uint16_t b = gd_f32_to_bf16(v);
             memcpy(row + 2 * e, &b, 2);
-        } else if (tc.fmt == GPU_KV_FP8) {
+        } else if (tc.fmt == MLA_KV_FP8) {
             row[e] = gd_f32_to_e4m3(v * 256.0f, 0);
         } else if (e < tc.c) {
             row[e] = gd_f32_to_e4m3(v * 256.0f, 0);
@@ -63,7 +60,8 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
     const int C = tc.c, R = tc.r, L = C + R, H = tc.h, n_seqs = (int)tc.lens.size();
     int maxlen = 0;
     for (int len : tc.lens) maxlen = len > maxlen ? len : maxlen;
-    const int bps = (maxlen + tc.block_size - 1) / tc.block_size, n_blocks = bps * n_seqs, rb = row_bytes(tc);
+    const int bps = (maxlen + tc.block_size - 1) / tc.block_size, n_blocks = bps * n_seqs;
+    const int rb = (int)mla_kv_row_bytes(tc.fmt, C, R);
     std::vector<uint8_t> pool((size_t)n_blocks * tc.block_size * rb, 0xff); /* poison: NaN in every format */
     std::vector<int32_t> tables(n_blocks);
     for (int i = 0; i < n_blocks; i++) tables[i] = i;
@@ -72,12 +70,14 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
         tables[i] = tables[j];
         tables[j] = t;
     }
-    gpu_kv_desc kv = {pool.data(), tables.data(), bps, tc.block_size, rb, tc.fmt, 0, C, R,
-                      tc.fmt == GPU_KV_FP8 ? 1.0f / 256.0f : 1.0f};
+    const mla_kv_codec codec = {.format = tc.fmt, .fp8_fnuz = 0, .c = C, .r = R,
+                                .k_scale = tc.fmt == MLA_KV_FP8 ? 1.0f / 256.0f : 1.0f};
+    const gpu_kv_desc kv = {.pool = pool.data(), .tables = tables.data(), .blocks_per_seq = bps,
+                            .block_size = tc.block_size, .row_bytes = rb, .codec = codec};
     std::vector<gpu_seq> seqs(n_seqs);
     std::vector<int32_t> tok_seq;
     for (int s = 0; s < n_seqs; s++) {
-        seqs[s] = gpu_seq{s, tc.lens[s] - tc.s_q, tc.s_q, s * tc.s_q, 0};
+        seqs[s] = gpu_seq{.slot = s, .n_past = tc.lens[s] - tc.s_q, .n_new = tc.s_q, .tok0 = s * tc.s_q, .ws0 = 0};
         for (int k = 0; k < tc.s_q; k++) tok_seq.push_back(s);
         for (int j = 0; j < tc.lens[s]; j++) put_row(tc, const_cast<uint8_t *>(kv_row(kv, s, j)));
     }
@@ -87,8 +87,9 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
     for (float &v : q_pe) v = gd_round_bf16(uni());
     std::vector<float> part_o((size_t)T * H * S * C, NAN), part_lse((size_t)T * H * S, NAN);
     const float scale = 0.3f / sqrtf(192.0f);
-    dt_args a = {q_abs.data(), q_pe.data(), kv, tok_seq.data(), seqs.data(), part_o.data(), part_lse.data(),
-                 T, H, S, scale, tc.causal_plus};
+    const dt_args a = {.q_abs = q_abs.data(), .q_pe = q_pe.data(), .kv = kv, .tok_seq = tok_seq.data(),
+                       .seqs = seqs.data(), .part_o = part_o.data(), .part_lse = part_lse.data(), .t = T, .h = H,
+                       .splits = S, .scale = scale, .causal_plus = tc.causal_plus};
 
     /* the kernel: every block, every thread stepped between barriers */
     dt_shared *sh = (dt_shared *)malloc(sizeof(dt_shared));
@@ -175,12 +176,12 @@ int main()
     /* rel L2 of the output and |lse| error of fp32 arithmetic against float64 (measured <= 4e-7) */
     const double lim_o = 1e-5, lim_lse = 1e-5;
     const tcase cases[] = {
-        {"v3 dims, bf16, 2 seqs", 512, 64, 16, 16, GPU_KV_BF16, 1, 1, 0, {37, 100}},
-        {"v3 dims, fp8, 3 uneven splits", 512, 64, 16, 16, GPU_KV_FP8, 1, 3, 0, {37, 100, 1}},
-        {"fp8_ds, 12 heads, s_q 2", 512, 64, 12, 64, GPU_KV_DS, 2, 2, 0, {70, 3}},
-        {"tiny-v3 dims, off-by-one fault", 256, 16, 8, 16, GPU_KV_BF16, 2, 1, 1, {20, 33}},
-        {"more splits than rows", 128, 64, 4, 16, GPU_KV_BF16, 1, 8, 0, {5, 17}},
-        {"kimi-k2 heads 64, page 1", 512, 64, 64, 1, GPU_KV_BF16, 1, 2, 0, {40}},
+        {"v3 dims, bf16, 2 seqs", 512, 64, 16, 16, MLA_KV_BF16, 1, 1, 0, {37, 100}},
+        {"v3 dims, fp8, 3 uneven splits", 512, 64, 16, 16, MLA_KV_FP8, 1, 3, 0, {37, 100, 1}},
+        {"fp8_ds, 12 heads, s_q 2", 512, 64, 12, 64, MLA_KV_FP8_DS, 2, 2, 0, {70, 3}},
+        {"tiny-v3 dims, off-by-one fault", 256, 16, 8, 16, MLA_KV_BF16, 2, 1, 1, {20, 33}},
+        {"more splits than rows", 128, 64, 4, 16, MLA_KV_BF16, 1, 8, 0, {5, 17}},
+        {"kimi-k2 heads 64, page 1", 512, 64, 64, 1, MLA_KV_BF16, 1, 2, 0, {40}},
     };
     int fails = 0;
     for (const tcase &tc : cases) {

@@ -37,7 +37,7 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
     std::vector<gpu_seq> seqs(S);
     int T = 0, n_ws = 0, max_new = 0;
     for (int s = 0; s < S; s++) {
-        seqs[s] = gpu_seq{s, tc.past[s], tc.news[s], T, n_ws};
+        seqs[s] = gpu_seq{.slot = s, .n_past = tc.past[s], .n_new = tc.news[s], .tok0 = T, .ws0 = n_ws};
         T += tc.news[s];
         n_ws += tc.past[s] + tc.news[s];
         max_new = tc.news[s] > max_new ? tc.news[s] : max_new;
@@ -50,8 +50,9 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
     std::vector<uint16_t> out((size_t)T * H * V, 0xffff); /* NaN until written */
     std::vector<float> lse((size_t)T * H, NAN);
     const float scale = 0.4f / sqrtf((float)D);
-    pt_args a = {qn.data(), qp.data(), kvx.data(), kpe.data(), seqs.data(), out.data(), lse.data(),
-                 H, P, R, V, scale, tc.causal_plus, tc.lse_bf16};
+    const pt_args a = {.q_nope = qn.data(), .q_pe = qp.data(), .kvx = kvx.data(), .ws_kpe = kpe.data(),
+                       .seqs = seqs.data(), .out = out.data(), .lse = lse.data(), .h = H, .p = P, .r = R, .v = V,
+                       .scale = scale, .causal_plus = tc.causal_plus, .lse_bf16 = tc.lse_bf16};
 
     /* the kernel: every block, every thread stepped between barriers */
     pt_shared *sh = (pt_shared *)malloc(sizeof(pt_shared));

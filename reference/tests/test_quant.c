@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mla/kv.h"
 #include "mla/quant.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -377,6 +378,64 @@ static void test_act_quant(void **state)
     assert_int_equal(c_plain[2 * C], 0x00);
 }
 
+static uint32_t f32_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+/* mla/kv.h's host-and-device decoder is bit for bit dtype.c's: every e4m3 code of both kinds (NaN
+ * sign included), every bf16 pattern, and mla_kv_load in each row format. */
+static void test_kv_codec_is_dtype_decoder(void **state)
+{
+    (void)state;
+    for (int fnuz = 0; fnuz < 2; fnuz++)
+        for (int b = 0; b < 256; b++) {
+            float want = mla_fp8_decode(fnuz ? MLA_E4M3FNUZ : MLA_E4M3FN, (uint8_t)b);
+            assert_int_equal(f32_bits(mla_kv_e4m3_f32((uint8_t)b, fnuz)), f32_bits(want));
+        }
+    for (uint32_t b = 0; b < 65536; b++)
+        assert_int_equal(f32_bits(mla_kv_bf16_f32((uint16_t)b)), f32_bits(mla_bf16_to_f32((uint16_t)b)));
+
+    enum { C = 200, R = 8 }; /* a partial last ds tile */
+    uint8_t row[4 * (C + R)];
+    float v[C + R];
+    for (int i = 0; i < C + R; i++) v[i] = 3.0f * urand();
+    for (int fnuz = 0; fnuz < 2; fnuz++) { /* fp8 per-tensor: decode * k_scale in f32 */
+        mla_dtype t = fnuz ? MLA_E4M3FNUZ : MLA_E4M3FN;
+        mla_kv_codec k = {.format = MLA_KV_FP8, .fp8_fnuz = fnuz, .c = C, .r = R, .k_scale = 0.37f};
+        for (int i = 0; i < C + R; i++) row[i] = mla_fp8_encode(t, v[i] / k.k_scale);
+        for (int i = 0; i < C + R; i++)
+            assert_int_equal(f32_bits(mla_kv_load(k, row, i)), f32_bits(mla_fp8_decode(t, row[i]) * 0.37f));
+        assert_int_equal(mla_kv_row_bytes(k.format, C, R), C + R);
+    }
+    mla_kv_codec kb = {.format = MLA_KV_BF16, .c = C, .r = R};
+    for (int i = 0; i < C + R; i++) {
+        uint16_t b = mla_f32_to_bf16(v[i]);
+        memcpy(row + 2 * i, &b, 2);
+    }
+    for (int i = 0; i < C + R; i++)
+        assert_int_equal(f32_bits(mla_kv_load(kb, row, i)), f32_bits(mla_bf16_to_f32(mla_f32_to_bf16(v[i]))));
+    mla_kv_codec kf = {.format = MLA_KV_F32, .c = C, .r = R};
+    memcpy(row, v, sizeof v);
+    for (int i = 0; i < C + R; i++) assert_int_equal(f32_bits(mla_kv_load(kf, row, i)), f32_bits(v[i]));
+    assert_int_equal(mla_kv_row_bytes(MLA_KV_F32, C, R), 4 * (C + R));
+    /* fp8_ds_mla: code * tile scale in f32, rope bf16, read by hand from the packed bytes */
+    mla_kv_codec kd = {.format = MLA_KV_FP8_DS, .fp8_fnuz = 0, .c = C, .r = R, .k_scale = 1.0f};
+    assert_int_equal(mla_kv_row_bytes(kd.format, C, R), mla_ds_row_bytes(C, R));
+    assert_int_equal(mla_ds_row_pack_n(C, R, v, v + C, MLA_DS_SCALE_POW2, row), MLA_OK);
+    for (int i = 0; i < C; i++)
+        assert_int_equal(f32_bits(mla_kv_load(kd, row, i)),
+                         f32_bits(mla_e4m3fn_to_f32(row[i]) * le_f32(row + C + 4 * (i / 128))));
+    for (int i = 0; i < R; i++) {
+        uint16_t b = (uint16_t)(row[C + 8 + 2 * i] | row[C + 8 + 2 * i + 1] << 8);
+        assert_int_equal(f32_bits(mla_kv_load(kd, row, C + i)), f32_bits(mla_bf16_to_f32(b)));
+    }
+    assert_int_equal(mla_kv_row_bytes(MLA_KV_FORMAT_COUNT, C, R), 0);
+    assert_int_equal(mla_kv_row_bytes(MLA_KV_BF16, 0, R), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,7 +443,7 @@ int main(void)
         cmocka_unit_test(test_kv_saturation_never_nan), cmocka_unit_test(test_ds_row_layout),
         cmocka_unit_test(test_ds_zero_tile),     cmocka_unit_test(test_ds_pow2_amax),
         cmocka_unit_test(test_ds_row_n),         cmocka_unit_test(test_block_quant),
-        cmocka_unit_test(test_act_quant),
+        cmocka_unit_test(test_act_quant),        cmocka_unit_test(test_kv_codec_is_dtype_decoder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

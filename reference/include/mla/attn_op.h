@@ -1,6 +1,6 @@
 /* attn_op.h: the operator-level plugin ABI: an external MLA attention kernel checked on its own,
  * fed golden inputs (queries, a paged latent cache, block tables, scales). Header-only: a plugin
- * needs no mlacheck library to build against it, only this file and mla/mla.h.
+ * needs no mlacheck library to build against it, only this file, mla/kv.h and mla/mla.h.
  *
  * A plugin exports (besides or instead of plugin.h's mla_plugin_register):
  *
@@ -22,8 +22,9 @@
  * them. Query i (0-based within its sequence) sees keys j < seq_lens[b] - s_q + i + 1.
  * A query that sees no key writes out = 0, lse = -INFINITY.
  *
- * Cache: one pool [num_blocks, page_size, row] of rows in one of mla_kv_format; logical token j of
- * sequence b is row (j % page_size) of block block_table[b * max_blocks_per_seq + j / page_size].
+ * Cache: one pool [num_blocks, page_size, row] of rows in one of mla_kv_format (mla/kv.h); logical
+ * token j of sequence b is row (j % page_size) of block block_table[b * max_blocks_per_seq +
+ * j / page_size].
  * Rows beyond seq_lens[b] and blocks the table does not use hold NaN: a kernel must not read them
  * (block_table entries past a sequence's last block point at such NaN blocks).
  *
@@ -37,6 +38,7 @@
 #ifndef MLA_ATTN_OP_H
 #define MLA_ATTN_OP_H
 
+#include "mla/kv.h"
 #include "mla/mla.h"
 
 #ifdef __cplusplus
@@ -52,33 +54,6 @@ extern "C" {
 #else
 #define MLA_PLUGIN_EXPORT
 #endif
-
-/* X(enum, name): cached row formats. C = kv_lora_rank, R = rope dim. */
-#define MLA_KV_FORMAT_LIST(X)                                                                 \
-    X(MLA_KV_BF16, "bf16")     /* (C+R) bf16 bit patterns (uint16)                          */ \
-    X(MLA_KV_FP8, "fp8")       /* (C+R) e4m3 codes; value = decode(code) * k_scale (f32)    */ \
-    X(MLA_KV_FP8_DS, "fp8ds")  /* fp8_ds_mla: C e4m3 | ceil(C/128) f32 tile scales | R bf16 */ \
-    X(MLA_KV_F32, "f32")       /* (C+R) floats                                              */
-
-typedef enum {
-#define MLA_KV_FORMAT_ENUM(e, n) e,
-    MLA_KV_FORMAT_LIST(MLA_KV_FORMAT_ENUM)
-#undef MLA_KV_FORMAT_ENUM
-        MLA_KV_FORMAT_COUNT
-} mla_kv_format;
-
-/* Bytes per cached row; 0 for a bad format or dims. fp8_ds_mla is little-endian, scales f32. */
-static inline size_t mla_kv_row_bytes(mla_kv_format f, int C, int R)
-{
-    if (C < 1 || R < 0) return 0;
-    switch (f) {
-    case MLA_KV_BF16: return 2 * (size_t)(C + R);
-    case MLA_KV_FP8: return (size_t)(C + R);
-    case MLA_KV_FP8_DS: return (size_t)C + 4 * (size_t)((C + 127) / 128) + 2 * (size_t)R;
-    case MLA_KV_F32: return 4 * (size_t)(C + R);
-    default: return 0;
-    }
-}
 
 /* Features a kernel may decline. supports(f, value) answers 1 (yes) or 0 (no). */
 typedef enum {

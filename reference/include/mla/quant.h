@@ -5,6 +5,7 @@
 #define MLA_QUANT_H
 
 #include "mla/dtype.h"
+#include "mla/kv.h"
 #include "mla/mla.h"
 
 #ifdef __cplusplus
@@ -28,7 +29,7 @@ void mla_kv_dequant_per_tensor(mla_dtype t, const uint8_t *code, size_t n, float
 #define MLA_DS_ROW_BYTES 656
 #define MLA_DS_NOPE 512
 #define MLA_DS_ROPE 64
-#define MLA_DS_TILE 128
+#define MLA_DS_TILE MLA_KV_DS_TILE /* 128, mla/kv.h */
 typedef enum { MLA_DS_SCALE_POW2 = 0, MLA_DS_SCALE_RAW = 1 } mla_ds_scale_rule;
 /* c_kv[512] (f32 values), k_pe[64] (f32, rounded to bf16) -> row[656], little-endian. */
 void mla_ds_row_pack(const float *c_kv, const float *k_pe, mla_ds_scale_rule rule, uint8_t *row);

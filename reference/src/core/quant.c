@@ -3,6 +3,8 @@
  * codes match theirs bit for bit; conversions are the saturating ones of dtype.c. */
 #include "mla/quant.h"
 
+#include "mla/kv.h"
+
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -58,18 +60,9 @@ static void put_le32(uint8_t *p, uint32_t v)
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static int ds_tiles(int nope) { return (nope + MLA_DS_TILE - 1) / MLA_DS_TILE; }
 
-size_t mla_ds_row_bytes(int nope, int rope)
-{
-    if (nope < 1 || rope < 0) return 0;
-    return (size_t)nope + 4 * (size_t)ds_tiles(nope) + 2 * (size_t)rope;
-}
+size_t mla_ds_row_bytes(int nope, int rope) { return mla_kv_row_bytes(MLA_KV_FP8_DS, nope, rope); }
 
 /* Tile scale from the tile's amax (f32 arithmetic, mla-spec.md §e.6). */
 static float ds_tile_scale(float amax, mla_ds_scale_rule rule)
@@ -121,19 +114,10 @@ mla_status mla_ds_row_unpack_n(int nope, int rope, const uint8_t *row, float *c_
                           "ds row unpack: nope=%d rope=%d: expected nope >= 1, rope >= 0 and "
                           "non-NULL buffers",
                           nope, rope);
-    int ntiles = ds_tiles(nope);
-    const uint8_t *scales = row + nope;
-    const uint8_t *pe = row + nope + 4 * ntiles;
-    for (int tile = 0; tile < ntiles; tile++) {
-        uint32_t sb = get_le32(scales + 4 * tile);
-        float s;
-        memcpy(&s, &sb, sizeof s);
-        int lo = tile * MLA_DS_TILE;
-        int hi = lo + MLA_DS_TILE < nope ? lo + MLA_DS_TILE : nope;
-        for (int i = lo; i < hi; i++) c_kv[i] = mla_e4m3fn_to_f32(row[i]) * s;
-    }
-    for (int i = 0; i < rope; i++)
-        k_pe[i] = mla_bf16_to_f32((uint16_t)(pe[2 * i] | pe[2 * i + 1] << 8));
+    /* the one row decoder (mla/kv.h); fp8_ds_mla codes are e4m3fn */
+    const mla_kv_codec k = {.format = MLA_KV_FP8_DS, .fp8_fnuz = 0, .c = nope, .r = rope, .k_scale = 1.0f};
+    for (int i = 0; i < nope; i++) c_kv[i] = mla_kv_load(k, row, i);
+    for (int i = 0; i < rope; i++) k_pe[i] = mla_kv_load(k, row, nope + i);
     return MLA_OK;
 }
 

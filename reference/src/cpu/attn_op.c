@@ -5,6 +5,7 @@
  * Matrix products go through ref_matmul_* (OpenBLAS dgemm, f64); softmax is scalar. */
 #include "mla/attn_op.h"
 #include "mla/dtype.h"
+#include "mla/kv.h"
 #include "mla/quant.h"
 #include "ref_internal.h"
 
@@ -70,51 +71,14 @@ static mla_status check_cache(const char *who, const mla_attn_cache *kv, int32_t
 
 /* ---- cache rows ---------------------------------------------------------------------------- */
 
-/* Token j of sequence b, dequantized: row[C+R]. fp8 widens in f32 as GPU readers do. */
-static void kv_row(const mla_attn_cache *kv, int C, int R, int32_t b, int64_t j, double *row, float *tmp)
+/* Token j of sequence b, dequantized through mla/kv.h: row[C+R]. fp8 widens in f32 as GPU readers do. */
+static void op_kv_row(const mla_attn_cache *kv, int C, int R, int32_t b, int64_t j, double *row)
 {
+    const mla_kv_codec k = {.format = kv->format, .fp8_fnuz = kv->fp8_fnuz, .c = C, .r = R, .k_scale = kv->k_scale};
     size_t rb = mla_kv_row_bytes(kv->format, C, R);
     int32_t p = kv->block_table[(int64_t)b * kv->max_blocks_per_seq + j / kv->page_size];
     const uint8_t *src = (const uint8_t *)kv->data + ((int64_t)p * kv->page_size + j % kv->page_size) * rb;
-    mla_dtype t8 = kv->fp8_fnuz ? MLA_E4M3FNUZ : MLA_E4M3FN;
-    switch (kv->format) {
-    case MLA_KV_BF16:
-        for (int i = 0; i < C + R; i++) {
-            uint16_t u;
-            memcpy(&u, src + 2 * i, 2);
-            row[i] = mla_bf16_to_f32(u);
-        }
-        break;
-    case MLA_KV_FP8:
-        for (int i = 0; i < C + R; i++) row[i] = (double)(float)(mla_fp8_decode(t8, src[i]) * kv->k_scale);
-        break;
-    case MLA_KV_FP8_DS:
-        if (kv->fp8_fnuz) { /* same layout, fnuz codes: unpack by hand */
-            int tiles = (C + 127) / 128;
-            for (int i = 0; i < C; i++) {
-                float s;
-                memcpy(&s, src + C + 4 * (i / 128), 4);
-                row[i] = (double)(mla_fp8_decode(t8, src[i]) * s);
-            }
-            for (int i = 0; i < R; i++) {
-                uint16_t u;
-                memcpy(&u, src + C + 4 * tiles + 2 * i, 2);
-                row[C + i] = mla_bf16_to_f32(u);
-            }
-        } else {
-            mla_ds_row_unpack_n(C, R, src, tmp, tmp + C);
-            for (int i = 0; i < C + R; i++) row[i] = tmp[i];
-        }
-        break;
-    case MLA_KV_F32:
-        for (int i = 0; i < C + R; i++) {
-            float f;
-            memcpy(&f, src + 4 * i, 4);
-            row[i] = f;
-        }
-        break;
-    default: break;
-    }
+    mla_kv_load_row_f64(k, src, row);
 }
 
 /* Row-wise masked softmax of s[m, nk] in place: row i keeps its first vis[i] entries (vis <= 0:
@@ -163,8 +127,7 @@ static mla_status ref_op_mqa(const mla_mqa_args *a)
     double *o = malloc((size_t)(H * C) * sizeof(double));
     double *lse = malloc((size_t)H * sizeof(double));
     int64_t *vis = malloc((size_t)H * sizeof(int64_t));
-    float *tmp = malloc((size_t)L * sizeof(float));
-    if (!kc || !vc || !qh || !s || !o || !lse || !vis || !tmp) {
+    if (!kc || !vc || !qh || !s || !o || !lse || !vis) {
         st = mla_errorf(MLA_ERR_NOMEM, "%s: %lld keys x %lld", who, (long long)Smax, (long long)L);
         goto done;
     }
@@ -172,7 +135,7 @@ static mla_status ref_op_mqa(const mla_mqa_args *a)
         int64_t S = a->seq_lens[b], n = a->cu_seqlens_q[b + 1] - a->cu_seqlens_q[b];
         if (n == 0) continue;
         for (int64_t j = 0; j < S; j++) {
-            kv_row(&a->kv, (int)C, (int)R, b, j, kc + j * L, tmp);
+            op_kv_row(&a->kv, (int)C, (int)R, b, j, kc + j * L);
             memcpy(vc + j * C, kc + j * L, (size_t)C * sizeof(double));
         }
         for (int64_t i = 0; i < n; i++) {
@@ -188,7 +151,7 @@ static mla_status ref_op_mqa(const mla_mqa_args *a)
         }
     }
 done:
-    free(kc); free(vc); free(qh); free(s); free(o); free(lse); free(vis); free(tmp);
+    free(kc); free(vc); free(qh); free(s); free(o); free(lse); free(vis);
     return st;
 }
 
@@ -227,8 +190,7 @@ static mla_status ref_op_mha(const mla_mha_args *a)
     double *lse = malloc((size_t)(Nmax + 1) * sizeof(double));
     int64_t *vis = malloc((size_t)(Nmax + 1) * sizeof(int64_t));
     double *row = malloc((size_t)(C + R) * sizeof(double));
-    float *tmp = malloc((size_t)(C + R) * sizeof(float));
-    if (!lat || !pe || !wh || !kvh || !kh || !vh || !qh || !s || !o || !lse || !vis || !row || !tmp) {
+    if (!lat || !pe || !wh || !kvh || !kh || !vh || !qh || !s || !o || !lse || !vis || !row) {
         st = mla_errorf(MLA_ERR_NOMEM, "%s: %lld keys", who, (long long)Smax);
         goto done;
     }
@@ -236,7 +198,7 @@ static mla_status ref_op_mha(const mla_mha_args *a)
         int64_t S = a->seq_lens[b], t0 = a->cu_seqlens_q[b], n = a->cu_seqlens_q[b + 1] - t0, ctx = S - n;
         if (n == 0) continue;
         for (int64_t j = 0; j < ctx; j++) { /* context from the cache */
-            kv_row(&a->kv, (int)C, (int)R, b, j, row, tmp);
+            op_kv_row(&a->kv, (int)C, (int)R, b, j, row);
             memcpy(lat + j * C, row, (size_t)C * sizeof(double));
             memcpy(pe + j * R, row + C, (size_t)R * sizeof(double));
         }
@@ -267,7 +229,7 @@ static mla_status ref_op_mha(const mla_mha_args *a)
     }
 done:
     free(lat); free(pe); free(wh); free(kvh); free(kh); free(vh); free(qh); free(s); free(o);
-    free(lse); free(vis); free(row); free(tmp);
+    free(lse); free(vis); free(row);
     return st;
 }
 

@@ -4,17 +4,32 @@
  * first touch so long max_seq_len costs nothing until used. */
 #include "ref_internal.h"
 
+#include "mla/kv.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-static int cache_row_bytes(const ref_ctx *c)
+/* The codec of the profile's rows (mla/kv.h); 0 for the f64 profiles, whose rows are plain doubles. */
+static int cache_codec(const ref_ctx *c, mla_kv_codec *k)
 {
     int C = c->cfg->kv_lora_rank, R = c->cfg->qk_rope_head_dim;
     switch (c->opts.profile) {
-    case MLA_PROFILE_FP8KV: return C + R;
-    case MLA_PROFILE_FP8DS: return (int)mla_ds_row_bytes(C, R);
-    default: return (C + R) * (int)sizeof(double);
+    case MLA_PROFILE_FP8KV:
+        *k = (mla_kv_codec){.format = MLA_KV_FP8, .fp8_fnuz = c->opts.fp8_kind == MLA_FP8_FNUZ, .c = C, .r = R,
+                            .k_scale = (float)c->opts.kv_scale};
+        return 1;
+    case MLA_PROFILE_FP8DS: /* e4m3fn whatever fp8_kind says: mla_ds_row_pack_n writes fn codes */
+        *k = (mla_kv_codec){.format = MLA_KV_FP8_DS, .fp8_fnuz = 0, .c = C, .r = R, .k_scale = 1.0f};
+        return 1;
+    default: return 0;
     }
+}
+
+static int cache_row_bytes(const ref_ctx *c)
+{
+    mla_kv_codec k;
+    if (cache_codec(c, &k)) return (int)mla_kv_row_bytes(k.format, k.c, k.r);
+    return (c->cfg->kv_lora_rank + c->cfg->qk_rope_head_dim) * (int)sizeof(double);
 }
 
 /* Seeded Fisher-Yates permutation of the block pool (tests random block tables). */
@@ -138,22 +153,9 @@ void ref_cache_read(const ref_ctx *c, int layer, int seq, int64_t pos, double *o
         memset(out, 0, (size_t)(C + R) * sizeof(double));
         return;
     }
-    switch (c->opts.profile) {
-    case MLA_PROFILE_FP8KV: {
-        double s = (float)c->opts.kv_scale;
-        mla_dtype t = cache_fp8_type(c);
-        /* dequantized in f32, as a GPU reader does */
-        for (int i = 0; i < C + R; i++) out[i] = (double)(float)((double)mla_fp8_decode(t, row[i]) * s);
-        break;
-    }
-    case MLA_PROFILE_FP8DS: {
-        float f[1024 + 128];
-        float *buf = (C + R) <= (int)(sizeof f / sizeof f[0]) ? f : malloc((size_t)(C + R) * sizeof(float));
-        mla_ds_row_unpack_n(C, R, row, buf, buf + C);
-        for (int i = 0; i < C + R; i++) out[i] = buf[i];
-        if (buf != f) free(buf);
-        break;
-    }
-    default: memcpy(out, row, (size_t)(C + R) * sizeof(double));
-    }
+    mla_kv_codec k;
+    if (cache_codec(c, &k))
+        mla_kv_load_row_f64(k, row, out); /* fp8 dequantized in f32, as a GPU reader does */
+    else
+        memcpy(out, row, (size_t)(C + R) * sizeof(double));
 }
