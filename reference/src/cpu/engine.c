@@ -133,29 +133,15 @@ static double *tap_new(ref_ctx *c, int layer, mla_tap tap, int64_t T)
     return t->data;
 }
 
+/* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
 static mla_status check_batch(const ref_ctx *c, const mla_batch *b)
 {
     if (!c->cfg) return mla_errorf(MLA_ERR_INVALID, "reference: forward before load");
-    if (b->n_seqs <= 0) return mla_errorf(MLA_ERR_INVALID, "reference: batch has %d sequences", b->n_seqs);
-    int64_t t = 0;
-    for (int s = 0; s < b->n_seqs; s++) {
-        int id = b->seq_ids[s];
-        if (id < 0 || id >= c->opts.max_seqs)
-            return mla_errorf(MLA_ERR_INVALID, "reference: seq_ids[%d] = %d: expected 0..%d", s, id,
-                              c->opts.max_seqs - 1);
-        if (b->n_past[s] != c->seq_len[id])
-            return mla_errorf(MLA_ERR_INVALID,
-                              "reference: sequence %d: n_past %d but the cache holds %d tokens", id,
-                              b->n_past[s], c->seq_len[id]);
-        if (b->n_new[s] < 0 || b->n_past[s] + b->n_new[s] > c->opts.max_seq_len)
-            return mla_errorf(MLA_ERR_INVALID, "reference: sequence %d: %d + %d tokens exceed max_seq_len %d",
-                              id, b->n_past[s], b->n_new[s], c->opts.max_seq_len);
-        for (int i = 0; i < b->n_new[s]; i++, t++)
-            if (b->tokens[t] < 0 || b->tokens[t] >= c->cfg->vocab_size)
-                return mla_errorf(MLA_ERR_INVALID, "reference: token %d at index %lld: expected 0..%d",
-                                  b->tokens[t], (long long)t, c->cfg->vocab_size - 1);
-    }
-    return MLA_OK;
+    mla_batch_limits lim = {.max_seqs = c->opts.max_seqs,
+                            .max_seq_len = c->opts.max_seq_len,
+                            .vocab_size = c->cfg->vocab_size,
+                            .cached = c->seq_len};
+    return mla_batch_validate("reference", b, &lim);
 }
 
 #define TAP(var, layer, tap)                                                         \
