@@ -1,11 +1,11 @@
 /* opcheck.c: operator-level checks (opcheck.h): golden inputs from a case's seed, the candidate and
- * the f64 reference operator on the same inputs, compare out and lse, suites, the plugin loader. */
+ * the f64 reference operator on the same inputs, compare out and lse, suites. */
 #include "mlacheck/opcheck.h"
+#include "mlacheck/engine_registry.h"
 #include "mla/dtype.h"
 #include "mla/model.h"
 #include "mla/quant.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -454,42 +454,10 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
 
 /* ---- loading --------------------------------------------------------------------------------- */
 
+/* The registry opens every engine (engine_registry.h): one rule for the operator's vtable. */
 mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out)
 {
-    *out = NULL;
-    if (engine && !strcmp(engine, "ref")) {
-        *out = mla_ref_attn_ops();
-        return MLA_OK;
-    }
-    if (!engine || strncmp(engine, "plugin:", 7) != 0)
-        return mla_errorf(MLA_ERR_INVALID, "attention engine '%s': expected ref or plugin:<path.so>",
-                          engine ? engine : "(null)");
-    const char *path = engine + 7;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: cannot load: %s", path, dlerror());
-    mla_attn_plugin_register_fn reg;
-    *(void **)&reg = dlsym(h, MLA_ATTN_PLUGIN_SYMBOL);
-    if (!reg) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: missing symbol %s (see reference/include/mla/attn_op.h)",
-                          path, MLA_ATTN_PLUGIN_SYMBOL);
-    }
-    const mla_attn_ops *ops = reg(MLA_ATTN_ABI_VERSION);
-    mla_status st = MLA_OK;
-    if (!ops)
-        st = mla_errorf(MLA_ERR_VERSION, "plugin %s: %s refused host attention ABI version %d", path,
-                        MLA_ATTN_PLUGIN_SYMBOL, MLA_ATTN_ABI_VERSION);
-    else if (ops->abi_version != MLA_ATTN_ABI_VERSION)
-        st = mla_errorf(MLA_ERR_VERSION, "plugin %s: attention ABI version %u, expected %d (rebuild it against "
-                        "this mla/attn_op.h)", path, (unsigned)ops->abi_version, MLA_ATTN_ABI_VERSION);
-    else if (!ops->supports || (!ops->mqa && !ops->mha))
-        st = mla_errorf(MLA_ERR_FORMAT, "plugin %s: mla_attn_ops needs supports and at least one of mqa, mha", path);
-    if (st) {
-        dlclose(h);
-        return st;
-    }
-    *out = ops; /* the library stays loaded for the life of the process */
-    return MLA_OK;
+    return mla_registry_attn_ops(engine, out);
 }
 
 int mla_opcheck_exit_code(mla_status st, const mla_opcheck_summary *s)

@@ -2,7 +2,9 @@
  * op calls per layer; taps of the last call are kept in f64 (topk_ids in i32). */
 #include "mla/ref_hook.h"
 #include "ref_internal.h"
+#include "mla/abi_check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,13 +350,11 @@ mla_status mla_ref_set_attn_ops(void *ctx, const mla_attn_ops *ops)
 {
     ref_engine *e = ctx;
     if (!e) return mla_errorf(MLA_ERR_INVALID, "reference: set_attn_ops: context is NULL");
-    if (ops) {
-        if (ops->abi_version != MLA_ATTN_ABI_VERSION)
-            return mla_errorf(MLA_ERR_VERSION, "reference: attention operator %s: ABI version %u, expected %d",
-                              ops->name ? ops->name : "?", (unsigned)ops->abi_version, MLA_ATTN_ABI_VERSION);
-        if (!ops->supports || !ops->mqa || !ops->mha)
-            return mla_errorf(MLA_ERR_FORMAT, "reference: attention operator %s: a hybrid engine needs "
-                              "supports, mqa and mha (one is NULL)", ops->name ? ops->name : "?");
+    if (ops) { /* the hybrid runs whole models: both forms (mla/abi_check.h) */
+        char who[160];
+        snprintf(who, sizeof who, "reference: attention operator %s", ops->name ? ops->name : "?");
+        mla_status st = mla_attn_ops_check(ops, MLA_ATTN_USE_MODEL, who);
+        if (st) return st;
     }
     e->c.attn_ops = ops;
     return MLA_OK;
