@@ -115,7 +115,8 @@ static void test_attn_rule_by_use(void **state)
     mla_attn_ops o = {.abi_version = MLA_ATTN_ABI_VERSION, .name = "mqa-only", .supports = no_supports, .mqa = no_mqa};
     assert_int_equal(mla_attn_ops_check(&o, MLA_ATTN_USE_OPS, "t"), MLA_OK);
     assert_int_equal(mla_attn_ops_check(&o, MLA_ATTN_USE_MODEL, "t"), MLA_ERR_FORMAT);
-    assert_non_null(strstr(mla_last_error(), "t: a whole-model run needs the operator's supports, mqa and mha (mha is NULL)"));
+    assert_non_null(
+        strstr(mla_last_error(), "t: a whole-model run needs the operator's supports, mqa and mha (mha is NULL)"));
     o.mqa = NULL;
     assert_int_equal(mla_attn_ops_check(&o, MLA_ATTN_USE_OPS, "t"), MLA_ERR_FORMAT);
     assert_non_null(strstr(mla_last_error(), "at least one of mqa, mha"));

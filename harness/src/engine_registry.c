@@ -129,7 +129,8 @@ mla_status mla_registry_backend(const char *name, const mla_backend_ops **ops, c
         *ops = mla_gpu_backend();
         return MLA_OK;
 #else
-        return mla_errorf(MLA_ERR_NO_DEVICE, "engine gpu: this build has no GPU engine (configure with -DMLA_GPU=cuda or hip)");
+        return mla_errorf(MLA_ERR_NO_DEVICE,
+                          "engine gpu: this build has no GPU engine (configure with -DMLA_GPU=cuda or hip)");
 #endif
     }
     if (strncmp(name, "plugin:", 7) == 0) return plugin_backend(name + 7, ops, attn);

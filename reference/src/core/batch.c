@@ -16,22 +16,24 @@ mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_bat
         int s = b->seq_ids[i];
         /* rule 2 */
         if (s < 0 || s >= lim->max_seqs)
-            return mla_errorf(MLA_ERR_INVALID, "%s: batch: seq_ids[%d] = %d, expected [0, %d) (max_seqs)", who, i, s,
-                              lim->max_seqs);
+            return mla_errorf(MLA_ERR_INVALID, "%s: batch: seq_ids[%d] = %d, expected [0, %d) (max_seqs)", who, i,
+                              s, lim->max_seqs);
         for (int j = 0; j < i; j++)
             if (b->seq_ids[j] == s)
                 return mla_errorf(MLA_ERR_INVALID, "%s: batch: seq_ids[%d] = %d repeats seq_ids[%d]", who, i, s, j);
         /* rule 3 */
         if (b->n_past[i] != lim->cached[s])
-            return mla_errorf(MLA_ERR_INVALID, "%s: batch: n_past[%d] = %d, expected %d (the tokens cache slot %d holds)",
-                              who, i, b->n_past[i], lim->cached[s], s);
+            return mla_errorf(MLA_ERR_INVALID,
+                              "%s: batch: n_past[%d] = %d, expected %d (the tokens cache slot %d holds)", who, i,
+                              b->n_past[i], lim->cached[s], s);
         /* rule 4 */
         if (b->n_new[i] < 1)
             return mla_errorf(MLA_ERR_INVALID, "%s: batch: n_new[%d] = %d, expected >= 1", who, i, b->n_new[i]);
         /* rule 5 */
         if ((int64_t)b->n_past[i] + b->n_new[i] > lim->max_seq_len)
-            return mla_errorf(MLA_ERR_INVALID, "%s: batch: n_past[%d] + n_new[%d] = %lld tokens, expected <= %d (max_seq_len)",
-                              who, i, i, (long long)b->n_past[i] + b->n_new[i], lim->max_seq_len);
+            return mla_errorf(MLA_ERR_INVALID,
+                              "%s: batch: n_past[%d] + n_new[%d] = %lld tokens, expected <= %d (max_seq_len)", who, i,
+                              i, (long long)b->n_past[i] + b->n_new[i], lim->max_seq_len);
         total += b->n_new[i];
     }
     /* rule 6 */
