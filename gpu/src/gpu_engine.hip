@@ -9,6 +9,7 @@
 #include "gpu_internal.h"
 #include "mla/dtype.h"
 #include "mla/quant.h"
+#include "mla/weights.h"
 #include "mla_gpu.h"
 
 mla_status gpu_forward_mha(void *vctx, const mla_batch *b);
@@ -291,19 +292,6 @@ static mla_status up_linear(gpu_ctx *c, const char *name, int n, int k, int fp8,
     return st;
 }
 
-static mla_status up_mlp(gpu_ctx *c, const char *pre, int inter, int fp8, gpu_mlp *m)
-{
-    char nm[256];
-    int d = c->cfg.hidden_size;
-    snprintf(nm, sizeof nm, "%s.gate_proj.weight", pre);
-    mla_status st = up_linear(c, nm, inter, d, fp8, &m->gate);
-    snprintf(nm, sizeof nm, "%s.up_proj.weight", pre);
-    if (st == MLA_OK) st = up_linear(c, nm, inter, d, fp8, &m->up);
-    snprintf(nm, sizeof nm, "%s.down_proj.weight", pre);
-    if (st == MLA_OK) st = up_linear(c, nm, d, inter, fp8, &m->down);
-    return st;
-}
-
 /* kv_b_proj [H(P+V), C], bf16 in every profile (fp8w too: it is not an fp8 linear; a block-fp8
  * checkpoint arrives dequantized from mla_model_tensor_f64): the naive form uses it as is;
  * W_UK^T [H, C, P] for the absorbed query. */
@@ -334,50 +322,75 @@ static mla_status up_kv_b(gpu_ctx *c, const char *name, gpu_layer *ly)
     return st;
 }
 
+/* Where row w (expert e) of the weight table (mla/weights.h) goes in a gpu_layer: a float vector for
+ * the MLA_LW_KEEP rows, a linear for the others (kv_b, the one MLA_LW_BF16 row, has its own upload). */
+typedef struct gpu_layer_slot {
+    float **vec;
+    gpu_linear *lin;
+} gpu_layer_slot;
+
+static gpu_layer_slot layer_slot(gpu_layer *ly, mla_layer_weight w, int e)
+{
+    gpu_layer_slot s = {NULL, NULL};
+    switch (w) {
+    case MLA_LW_ATTN_NORM: s.vec = &ly->attn_norm; break;
+    case MLA_LW_FFN_NORM: s.vec = &ly->ffn_norm; break;
+    case MLA_LW_Q_A: s.lin = &ly->q_a; break;
+    case MLA_LW_Q_A_NORM: s.vec = &ly->q_a_norm; break;
+    case MLA_LW_Q_B: s.lin = &ly->q_b; break;
+    case MLA_LW_Q: s.lin = &ly->q; break;
+    case MLA_LW_KV_A: s.lin = &ly->kv_a; break;
+    case MLA_LW_KV_A_NORM: s.vec = &ly->kv_a_norm; break;
+    case MLA_LW_KV_B: s.lin = &ly->kv_b; break;
+    case MLA_LW_O: s.lin = &ly->o; break;
+    case MLA_LW_MLP_GATE: s.lin = &ly->mlp.gate; break;
+    case MLA_LW_MLP_DOWN: s.lin = &ly->mlp.down; break;
+    case MLA_LW_MLP_UP: s.lin = &ly->mlp.up; break;
+    case MLA_LW_ROUTER: s.vec = &ly->gate; break;
+    case MLA_LW_ROUTER_BIAS: s.vec = &ly->bias; break;
+    case MLA_LW_EXPERT_GATE: s.lin = &ly->experts[e].gate; break;
+    case MLA_LW_EXPERT_DOWN: s.lin = &ly->experts[e].down; break;
+    case MLA_LW_EXPERT_UP: s.lin = &ly->experts[e].up; break;
+    case MLA_LW_SHARED_GATE: s.lin = &ly->shared.gate; break;
+    case MLA_LW_SHARED_DOWN: s.lin = &ly->shared.down; break;
+    case MLA_LW_SHARED_UP: s.lin = &ly->shared.up; break;
+    case MLA_LW_COUNT: break;
+    }
+    return s;
+}
+
+/* Every tensor of layer i from the weight table: MLA_LW_KEEP rows as f32 vectors (the router as a
+ * flat [E*D]), kv_b through up_kv_b, the fp8-linear rows as bf16 or, under fp8w, block-fp8. */
 static mla_status load_layer(gpu_ctx *c, int i)
 {
     const mla_config *g = &c->cfg;
     gpu_layer *ly = &c->layers[i];
-    int D = g->hidden_size, H = g->num_attention_heads, P = g->qk_nope_head_dim, R = g->qk_rope_head_dim;
-    int V = g->v_head_dim, C = g->kv_lora_rank, Lq = g->q_lora_rank, f8 = c->fp8w;
-    char nm[256], pre[96];
-    snprintf(pre, sizeof pre, "model.layers.%d", i);
-#define NM(suffix) (snprintf(nm, sizeof nm, "%s.%s", pre, suffix), nm)
-    mla_status st = up_vec(c, NM("input_layernorm.weight"), D, 0, &ly->attn_norm);
-    if (st == MLA_OK) st = up_vec(c, NM("post_attention_layernorm.weight"), D, 0, &ly->ffn_norm);
-    if (st == MLA_OK && Lq > 0) {
-        st = up_linear(c, NM("self_attn.q_a_proj.weight"), Lq, D, f8, &ly->q_a);
-        if (st == MLA_OK) st = up_vec(c, NM("self_attn.q_a_layernorm.weight"), Lq, 0, &ly->q_a_norm);
-        if (st == MLA_OK) st = up_linear(c, NM("self_attn.q_b_proj.weight"), H * (P + R), Lq, f8, &ly->q_b);
-    } else if (st == MLA_OK) {
-        st = up_linear(c, NM("self_attn.q_proj.weight"), H * (P + R), D, f8, &ly->q);
-    }
-    if (st == MLA_OK) st = up_linear(c, NM("self_attn.kv_a_proj_with_mqa.weight"), C + R, D, f8, &ly->kv_a);
-    if (st == MLA_OK) st = up_vec(c, NM("self_attn.kv_a_layernorm.weight"), C, 0, &ly->kv_a_norm);
-    if (st == MLA_OK) st = up_kv_b(c, NM("self_attn.kv_b_proj.weight"), ly);
-    if (st == MLA_OK) st = up_linear(c, NM("self_attn.o_proj.weight"), D, H * V, f8, &ly->o);
-    if (st != MLA_OK) return st;
     ly->moe = mla_config_is_moe_layer(g, i);
-    if (!ly->moe) {
-        snprintf(pre, sizeof pre, "model.layers.%d.mlp", i);
-        return up_mlp(c, pre, g->intermediate_size, f8, &ly->mlp);
+    int E = mla_lw_count(g, i, MLA_LW_EXPERT_GATE);
+    if (E > 0) {
+        ly->experts = (gpu_mlp *)calloc((size_t)E, sizeof(gpu_mlp));
+        if (!ly->experts) return mla_errorf(MLA_ERR_NOMEM, "gpu: expert table");
     }
-    int E = g->n_routed_experts;
-    st = up_vec(c, NM("mlp.gate.weight"), (int64_t)E * D, 0, &ly->gate);
-    if (st == MLA_OK && g->has_e_score_correction_bias)
-        st = up_vec(c, NM("mlp.gate.e_score_correction_bias"), E, 0, &ly->bias);
-    if (st != MLA_OK) return st;
-    ly->experts = (gpu_mlp *)calloc((size_t)E, sizeof(gpu_mlp));
-    if (!ly->experts) return mla_errorf(MLA_ERR_NOMEM, "gpu: expert table");
-    for (int e = 0; e < E && st == MLA_OK; e++) {
-        snprintf(pre, sizeof pre, "model.layers.%d.mlp.experts.%d", i, e);
-        st = up_mlp(c, pre, g->moe_intermediate_size, f8, &ly->experts[e]);
+    mla_status st = MLA_OK;
+    for (int w = 0; w < MLA_LW_COUNT && st == MLA_OK; w++) {
+        mla_layer_weight lw = (mla_layer_weight)w;
+        int64_t shape[2];
+        mla_lw_shape(g, lw, shape);
+        mla_lw_store store = mla_lw_store_of(lw);
+        int n = mla_lw_count(g, i, lw);
+        for (int e = 0; e < n && st == MLA_OK; e++) {
+            char nm[256];
+            if (mla_lw_name(nm, sizeof nm, i, lw, e))
+                return mla_errorf(MLA_ERR_INVALID, "gpu: layer %d %s: name too long", i, mla_lw_suffix(lw));
+            gpu_layer_slot s = layer_slot(ly, lw, e);
+            if (store == MLA_LW_KEEP)
+                st = up_vec(c, nm, shape[1] > 0 ? shape[0] * shape[1] : shape[0], 0, s.vec);
+            else if (store == MLA_LW_BF16)
+                st = up_kv_b(c, nm, ly);
+            else
+                st = up_linear(c, nm, (int)shape[0], (int)shape[1], c->fp8w, s.lin);
+        }
     }
-    if (st == MLA_OK && g->n_shared_experts > 0) {
-        snprintf(pre, sizeof pre, "model.layers.%d.mlp.shared_experts", i);
-        st = up_mlp(c, pre, g->moe_intermediate_size * g->n_shared_experts, f8, &ly->shared);
-    }
-#undef NM
     return st;
 }
 

@@ -194,32 +194,16 @@ static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T)
     return gpu_decode_splits(blocks, maxlen, c->n_sm);
 }
 
+/* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
 static mla_status validate(gpu_ctx *c, const mla_batch *b)
 {
     if (!c || !c->loaded) return mla_errorf(MLA_ERR_INVALID, "gpu: forward before load");
-    if (!b || b->n_seqs <= 0 || !b->seq_ids || !b->n_past || !b->n_new || !b->tokens)
-        return mla_errorf(MLA_ERR_INVALID, "gpu: batch: n_seqs must be > 0 and every array set");
-    const mla_run_opts *o = &c->opts;
-    for (int i = 0; i < b->n_seqs; i++) {
-        int s = b->seq_ids[i];
-        if (s < 0 || s >= o->max_seqs)
-            return mla_errorf(MLA_ERR_INVALID, "gpu: batch: seq_ids[%d] = %d, expected [0, %d)", i, s, o->max_seqs);
-        for (int j = 0; j < i; j++)
-            if (b->seq_ids[j] == s) return mla_errorf(MLA_ERR_INVALID, "gpu: batch: seq_ids[%d] = %d repeats", i, s);
-        if (b->n_new[i] <= 0) return mla_errorf(MLA_ERR_INVALID, "gpu: batch: n_new[%d] = %d, expected > 0", i, b->n_new[i]);
-        if (b->n_past[i] < 0 || b->n_past[i] > c->seq_len[s])
-            return mla_errorf(MLA_ERR_INVALID, "gpu: batch: n_past[%d] = %d, but sequence slot %d holds %d tokens", i,
-                              b->n_past[i], s, c->seq_len[s]);
-        if (b->n_past[i] + b->n_new[i] > o->max_seq_len)
-            return mla_errorf(MLA_ERR_INVALID, "gpu: batch: sequence %d reaches %d tokens, max_seq_len is %d", i,
-                              b->n_past[i] + b->n_new[i], o->max_seq_len);
-    }
-    int64_t T = mla_batch_tokens(b);
-    for (int64_t t = 0; t < T; t++)
-        if (b->tokens[t] < 0 || b->tokens[t] >= c->cfg.vocab_size)
-            return mla_errorf(MLA_ERR_INVALID, "gpu: batch: tokens[%lld] = %d, expected [0, %d)", (long long)t,
-                              b->tokens[t], c->cfg.vocab_size);
-    return MLA_OK;
+    mla_batch_limits lim; /* C++17: named fields one per line instead of designated initialisers */
+    lim.max_seqs = c->opts.max_seqs;
+    lim.max_seq_len = c->opts.max_seq_len;
+    lim.vocab_size = c->cfg.vocab_size;
+    lim.cached = c->seq_len;
+    return mla_batch_validate("gpu", b, &lim);
 }
 
 static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)

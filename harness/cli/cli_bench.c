@@ -3,6 +3,7 @@
  * For kernel-level GPU timing with device events see gpu/NOTES.md. */
 #include "cli.h"
 
+#include "mla/rng.h"
 #include "mlacheck/driver.h"
 
 #include <getopt.h>
@@ -69,10 +70,7 @@ int cli_bench(int argc, char **argv)
     int32_t *tok = malloc((size_t)(ntok + ndec) * sizeof *tok);
     double *pre = malloc((size_t)repeat * sizeof *pre), dec_total = 0;
     uint64_t s = 42;
-    for (int i = 0; tok && i < ntok + ndec; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        tok[i] = (int32_t)((s >> 33) % (uint64_t)cfg->vocab_size);
-    }
+    for (int i = 0; tok && i < ntok + ndec; i++) tok[i] = (int32_t)mla_rng_below(&s, (uint64_t)cfg->vocab_size);
     printf("bench: %s on %s, profile %s, %d prefill tokens%s (setup %.2f s)\n", engine, model, profile, ntok,
            ndec ? " + decode" : "", now_s() - t0);
     int32_t id = 0, past = 0, nnew = ntok;

@@ -1,6 +1,7 @@
 /* cli_tools.c: `dump`, `compare`, `report`, `list` and `bisect`. */
 #include "cli.h"
 
+#include "mla/rng.h"
 #include "mlacheck/dumpcmp.h"
 #include "mlacheck/h5io.h"
 #include "mlacheck/runner.h"
@@ -109,11 +110,8 @@ int cli_dump(int argc, char **argv)
         tokens = tokens_from;
     } else if (random_n > 0) {
         tok = malloc((size_t)random_n * sizeof *tok);
-        uint64_t s = 12345;
-        for (int i = 0; tok && i < random_n; i++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            tok[i] = (int32_t)(s >> 33);
-        }
+        uint64_t s = 12345; /* mla/rng.h; reduced modulo the vocabulary once the model is open */
+        for (int i = 0; tok && i < random_n; i++) tok[i] = (int32_t)(mla_rng_next(&s) >> 33);
         n = random_n;
         tokens = "random";
     } else if (parse_tokens(tokens, &tok, &n)) {

@@ -12,6 +12,7 @@
 
 #include "mla/attn_op.h"
 #include "mla/dtype.h"
+#include "mla/rng.h"
 #include "mlacheck/driver.h"
 #include "mlacheck/opcheck.h"
 
@@ -239,11 +240,8 @@ static void test_full_suite_shape(void **state)
 
 enum { TB = 3, TH = 4, TC = 64, TR = 16, TP = 16, TV = 24, TPAGE = 4, TMB = 8, TNB = 12 };
 
-static double urand(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(*s >> 11) * 0x1.0p-53 - 0.5;
-}
+/* Uniform in [-0.5, 0.5) (mla/rng.h). */
+static double urand(uint64_t *s) { return mla_rng_uniform(s) - 0.5; }
 
 /* A NaN-filled f32 pool; sequences with {s_q, seq_len}; rows written through a reversed table. */
 typedef struct {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "mla/rng.h"
 #include "mlacheck/compare.h"
 #include "mlacheck/driver.h"
 
@@ -38,11 +39,8 @@ static double rel_l2(const mla_tensor *a, const mla_tensor *b)
 
 static void tokens_for(int n, int vocab, unsigned seed, int32_t *t)
 {
-    uint64_t s = seed * 2654435761u + 1;
-    for (int i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        t[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
-    }
+    uint64_t s = seed; /* mla/rng.h */
+    for (int i = 0; i < n; i++) t[i] = (int32_t)mla_rng_below(&s, (uint64_t)vocab);
 }
 
 /* Layer 0's taps up to and including q_absorbed are the reference's own work. */

@@ -1,11 +1,12 @@
 /* opcheck.c: operator-level checks (opcheck.h): golden inputs from a case's seed, the candidate and
- * the f64 reference operator on the same inputs, compare out and lse, suites, the plugin loader. */
+ * the f64 reference operator on the same inputs, compare out and lse, suites. */
 #include "mlacheck/opcheck.h"
+#include "mlacheck/engine_registry.h"
 #include "mla/dtype.h"
 #include "mla/model.h"
 #include "mla/quant.h"
+#include "mla/rng.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +18,12 @@
 
 /* ---- random inputs --------------------------------------------------------------------------- */
 
-static uint64_t op_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double op_uniform(uint64_t *s) { return ((op_next(s) >> 11) + 0.5) * 0x1.0p-53; }
-
+/* N(0,1) from the one PRNG (mla/rng.h): both uniforms at the grid midpoints, only the cos value
+ * kept, as the op suites' inputs always have been drawn (the cases' data depend on it). */
 static double op_normal(uint64_t *s)
 {
-    double u = op_uniform(s), v = op_uniform(s);
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+    double u = mla_rng_uniform_mid(s), v = mla_rng_uniform_mid(s);
+    return mla_box_muller(u, v, NULL);
 }
 
 /* A value as a bf16 kernel would receive it: std * N(0,1), clamped to [-1, 1] in the FlashMLA
@@ -162,14 +155,15 @@ static mla_status inputs_make(const mla_opcase *c, op_inputs *in)
     for (int64_t r = 0; r < (int64_t)nblocks * page; r++) row_nan(c->kv_format, c->fp8_fnuz, C, R, in->pool + r * rb);
     for (int i = 0; i < nblocks; i++) perm[i] = i;
     for (int i = nblocks - 1; i > 0; i--) {
-        int j = (int)(op_next(&rng) % (uint64_t)(i + 1));
+        int j = (int)mla_rng_below(&rng, (uint64_t)(i + 1));
         int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
     /* latent rows: kv_c ~ RMSNorm output (unit scale) when realistic; k_pe likewise */
     for (int b = 0, next = 0; b < in->B; b++) {
         int nb = (c->seq_len[b] + page - 1) / page;
         for (int i = 0; i < mbps; i++) /* unused entries point at spare (NaN) blocks */
-            in->table[b * mbps + i] = i < nb ? perm[next + i] : perm[used + (int)(op_next(&rng) % (uint64_t)spare)];
+            in->table[b * mbps + i] =
+                i < nb ? perm[next + i] : perm[used + (int)mla_rng_below(&rng, (uint64_t)spare)];
         next += nb;
         int ctx = c->seq_len[b] - c->s_q[b];
         for (int j = 0; j < c->seq_len[b]; j++) {
@@ -193,7 +187,7 @@ static mla_status inputs_make(const mla_opcase *c, op_inputs *in)
     if (c->kind == MLA_OP_MHA) { /* W_kvb: uniform with the std of N(0,1)/sqrt(C), cheaper for 16M values */
         double a = sqrt(3.0 / C);
         for (int64_t i = 0; i < (int64_t)H * W * C; i++)
-            in->w_kv_b[i] = (float)mla_round_bf16(a * (2.0 * op_uniform(&rng) - 1.0));
+            in->w_kv_b[i] = (float)mla_round_bf16(a * (2.0 * mla_rng_uniform_mid(&rng) - 1.0));
     }
     free(perm);
     free(lat);
@@ -451,40 +445,8 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
 
 /* ---- loading --------------------------------------------------------------------------------- */
 
+/* The registry opens every engine (engine_registry.h): one rule for the operator's vtable. */
 mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out)
 {
-    *out = NULL;
-    if (engine && !strcmp(engine, "ref")) {
-        *out = mla_ref_attn_ops();
-        return MLA_OK;
-    }
-    if (!engine || strncmp(engine, "plugin:", 7) != 0)
-        return mla_errorf(MLA_ERR_INVALID, "attention engine '%s': expected ref or plugin:<path.so>",
-                          engine ? engine : "(null)");
-    const char *path = engine + 7;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: cannot load: %s", path, dlerror());
-    mla_attn_plugin_register_fn reg;
-    *(void **)&reg = dlsym(h, MLA_ATTN_PLUGIN_SYMBOL);
-    if (!reg) {
-        dlclose(h);
-        return mla_errorf(MLA_ERR_NOT_FOUND, "plugin %s: missing symbol %s (see reference/include/mla/attn_op.h)",
-                          path, MLA_ATTN_PLUGIN_SYMBOL);
-    }
-    const mla_attn_ops *ops = reg(MLA_ATTN_ABI_VERSION);
-    mla_status st = MLA_OK;
-    if (!ops)
-        st = mla_errorf(MLA_ERR_VERSION, "plugin %s: %s refused host attention ABI version %d", path,
-                        MLA_ATTN_PLUGIN_SYMBOL, MLA_ATTN_ABI_VERSION);
-    else if (ops->abi_version != MLA_ATTN_ABI_VERSION)
-        st = mla_errorf(MLA_ERR_VERSION, "plugin %s: attention ABI version %u, expected %d (rebuild it against "
-                        "this mla/attn_op.h)", path, (unsigned)ops->abi_version, MLA_ATTN_ABI_VERSION);
-    else if (!ops->supports || (!ops->mqa && !ops->mha))
-        st = mla_errorf(MLA_ERR_FORMAT, "plugin %s: mla_attn_ops needs supports and at least one of mqa, mha", path);
-    if (st) {
-        dlclose(h);
-        return st;
-    }
-    *out = ops; /* the library stays loaded for the life of the process */
-    return MLA_OK;
+    return mla_registry_attn_ops(engine, out);
 }

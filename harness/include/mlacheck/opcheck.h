@@ -86,7 +86,8 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
 /* An attention operator by engine name: "ref" (the f64 reference) or "plugin:<path.so>" (dlopen,
  * symbol MLA_ATTN_PLUGIN_SYMBOL). Errors: MLA_ERR_NOT_FOUND (cannot load, missing symbol),
  * MLA_ERR_VERSION (plugin refused the host version or reports another), MLA_ERR_FORMAT (vtable
- * without supports or without both entries), MLA_ERR_INVALID (bad name). The library stays loaded. */
+ * without supports or without both entries), MLA_ERR_INVALID (bad name). The engine registry opens it
+ * (engine_registry.h): once per path, the library stays loaded. */
 mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out);
 
 /* Profile name of a cache format for rule matching: bf16, fp8kv, fp8ds, f32. */

@@ -71,16 +71,49 @@ typedef struct mla_run_opts {
 void mla_run_opts_default(mla_run_opts *o);
 
 /* A batch of sequences, each with n_new new tokens at positions n_past .. n_past+n_new-1.
- * Tokens (and every tap row) are concatenated sequence after sequence. */
+ * Tokens (and every tap row) are concatenated sequence after sequence.
+ *
+ * The batch contract. forward_mha and forward_mqa accept a batch only when all of these hold, and
+ * refuse any other with MLA_ERR_INVALID and a detail naming the field (mla_batch_validate checks
+ * them; every engine calls it before it touches its cache):
+ *   1. n_seqs >= 1, and seq_ids, n_past, n_new and tokens are all set.
+ *   2. 0 <= seq_ids[i] < max_seqs (mla_run_opts), and no seq_id appears twice in one batch: two
+ *      entries for one slot would write the same cache rows, and the second entry's n_past could
+ *      not be both "before" and "after" the first.
+ *   3. n_past[i] == the tokens the slot holds now (0 after reset, then the sum of the n_new of
+ *      every earlier call for it). No rewind: an n_past below the cached length is an error, not a
+ *      truncation, because the usual cause is a caller's position off by one, which an engine that
+ *      silently overwrote history would hide; dropping tokens is reset()'s job.
+ *   4. n_new[i] >= 1: a sequence with nothing to compute is a scheduler bug; a batch lists only the
+ *      sequences that step (leave the others out rather than sending n_new == 0).
+ *   5. n_past[i] + n_new[i] <= max_seq_len. Each slot's block table holds
+ *      ceil(max_seq_len / block_size) blocks, so this is also what keeps every written and read row
+ *      inside the blocks the slot owns.
+ *   6. 0 <= tokens[t] < vocab_size for every t < sum n_new, and sum n_new < 2^31.
+ * An engine may refuse a valid batch for its own capacity (say a device buffer) with its own
+ * status, and answers supports() for the shapes it does not run (MLA_FEAT_PREFILL_WITH_CONTEXT,
+ * MLA_FEAT_MULTI_TOKEN_DECODE). The cache of a slot advances by n_new only when the call succeeds. */
 typedef struct mla_batch {
     int n_seqs;
-    const int32_t *seq_ids; /* [n_seqs] cache slot of each sequence, < max_seqs */
-    const int32_t *n_past;  /* [n_seqs] tokens already cached for that sequence */
-    const int32_t *n_new;   /* [n_seqs] new tokens (s_q) */
+    const int32_t *seq_ids; /* [n_seqs] cache slot of each sequence, < max_seqs, all distinct */
+    const int32_t *n_past;  /* [n_seqs] tokens already cached for that sequence (exactly) */
+    const int32_t *n_new;   /* [n_seqs] new tokens (s_q), >= 1 */
     const int32_t *tokens;  /* [sum n_new] */
 } mla_batch;
 
 int64_t mla_batch_tokens(const mla_batch *b);
+
+/* What a batch is checked against: the engine's options, its model and its cache. */
+typedef struct mla_batch_limits {
+    int max_seqs;          /* cache slots (mla_run_opts.max_seqs) */
+    int max_seq_len;       /* tokens one slot holds (mla_run_opts.max_seq_len) */
+    int vocab_size;        /* token ids are below this (mla_config.vocab_size) */
+    const int32_t *cached; /* [max_seqs] tokens each slot holds now */
+} mla_batch_limits;
+
+/* The batch contract above, rule by rule. who names the engine in the detail ("reference", "gpu"):
+ * "<who>: batch: n_past[1] = 3, expected 5 (the tokens cache slot 2 holds)". */
+mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_batch_limits *lim);
 
 typedef struct mla_backend_ops {
     uint32_t abi_version; /* MLA_BACKEND_ABI_VERSION */

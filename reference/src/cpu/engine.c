@@ -2,7 +2,9 @@
  * op calls per layer; taps of the last call are kept in f64 (topk_ids in i32). */
 #include "mla/ref_hook.h"
 #include "ref_internal.h"
+#include "mla/abi_check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,29 +135,15 @@ static double *tap_new(ref_ctx *c, int layer, mla_tap tap, int64_t T)
     return t->data;
 }
 
+/* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
 static mla_status check_batch(const ref_ctx *c, const mla_batch *b)
 {
     if (!c->cfg) return mla_errorf(MLA_ERR_INVALID, "reference: forward before load");
-    if (b->n_seqs <= 0) return mla_errorf(MLA_ERR_INVALID, "reference: batch has %d sequences", b->n_seqs);
-    int64_t t = 0;
-    for (int s = 0; s < b->n_seqs; s++) {
-        int id = b->seq_ids[s];
-        if (id < 0 || id >= c->opts.max_seqs)
-            return mla_errorf(MLA_ERR_INVALID, "reference: seq_ids[%d] = %d: expected 0..%d", s, id,
-                              c->opts.max_seqs - 1);
-        if (b->n_past[s] != c->seq_len[id])
-            return mla_errorf(MLA_ERR_INVALID,
-                              "reference: sequence %d: n_past %d but the cache holds %d tokens", id,
-                              b->n_past[s], c->seq_len[id]);
-        if (b->n_new[s] < 0 || b->n_past[s] + b->n_new[s] > c->opts.max_seq_len)
-            return mla_errorf(MLA_ERR_INVALID, "reference: sequence %d: %d + %d tokens exceed max_seq_len %d",
-                              id, b->n_past[s], b->n_new[s], c->opts.max_seq_len);
-        for (int i = 0; i < b->n_new[s]; i++, t++)
-            if (b->tokens[t] < 0 || b->tokens[t] >= c->cfg->vocab_size)
-                return mla_errorf(MLA_ERR_INVALID, "reference: token %d at index %lld: expected 0..%d",
-                                  b->tokens[t], (long long)t, c->cfg->vocab_size - 1);
-    }
-    return MLA_OK;
+    mla_batch_limits lim = {.max_seqs = c->opts.max_seqs,
+                            .max_seq_len = c->opts.max_seq_len,
+                            .vocab_size = c->cfg->vocab_size,
+                            .cached = c->seq_len};
+    return mla_batch_validate("reference", b, &lim);
 }
 
 #define TAP(var, layer, tap)                                                         \
@@ -362,13 +350,11 @@ mla_status mla_ref_set_attn_ops(void *ctx, const mla_attn_ops *ops)
 {
     ref_engine *e = ctx;
     if (!e) return mla_errorf(MLA_ERR_INVALID, "reference: set_attn_ops: context is NULL");
-    if (ops) {
-        if (ops->abi_version != MLA_ATTN_ABI_VERSION)
-            return mla_errorf(MLA_ERR_VERSION, "reference: attention operator %s: ABI version %u, expected %d",
-                              ops->name ? ops->name : "?", (unsigned)ops->abi_version, MLA_ATTN_ABI_VERSION);
-        if (!ops->supports || !ops->mqa || !ops->mha)
-            return mla_errorf(MLA_ERR_FORMAT, "reference: attention operator %s: a hybrid engine needs "
-                              "supports, mqa and mha (one is NULL)", ops->name ? ops->name : "?");
+    if (ops) { /* the hybrid runs whole models: both forms (mla/abi_check.h) */
+        char who[160];
+        snprintf(who, sizeof who, "reference: attention operator %s", ops->name ? ops->name : "?");
+        mla_status st = mla_attn_ops_check(ops, MLA_ATTN_USE_MODEL, who);
+        if (st) return st;
     }
     e->c.attn_ops = ops;
     return MLA_OK;

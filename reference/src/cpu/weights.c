@@ -3,20 +3,21 @@
  * dequantized for the fp8 linears of fp8w. Layers can be released after use so a checkpoint larger
  * than memory in f64 still runs one layer at a time. */
 #include "ref_internal.h"
+#include "mla/weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-/* kind: 0 = keep (norms, bias, fp64), 1 = bf16 storage, 2 = bf16 + fp8 linear under fp8w */
-static mla_status load_tensor(ref_ctx *c, const char *name, int kind, double **out)
+/* Loads one tensor in double, stored as `store` says (mla_lw_store, weights.h). */
+static mla_status load_tensor(ref_ctx *c, const char *name, mla_lw_store store, double **out)
 {
     int64_t n = 0;
     mla_status st = mla_model_tensor_f64(c->model, name, out, &n);
     if (st) return st;
     double *w = *out;
-    if (c->round && kind >= 1)
+    if (c->round && store != MLA_LW_KEEP)
         for (int64_t i = 0; i < n; i++) w[i] = mla_round_bf16(w[i]);
-    if (kind == 2 && ref_is_fp8_linear_profile(c)) {
+    if (store == MLA_LW_FP8_LINEAR && ref_is_fp8_linear_profile(c)) {
         int nd;
         int64_t shape[MLA_MAX_DIMS];
         if (mla_config_tensor_shape(c->cfg, name, &nd, shape) != 0 || nd != 2)
@@ -38,58 +39,69 @@ static mla_status load_tensor(ref_ctx *c, const char *name, int kind, double **o
     return MLA_OK;
 }
 
-#define LOADW(field, suffix, kind)                                              \
-    do {                                                                        \
-        snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);           \
-        if ((st = load_tensor(c, name, kind, &lw->field)) != MLA_OK) return st; \
-    } while (0)
+/* Where row w (expert e) of the weight table lives in a ref_layer. */
+static double **layer_slot(ref_layer *lw, mla_layer_weight w, int e)
+{
+    switch (w) {
+    case MLA_LW_ATTN_NORM: return &lw->attn_norm;
+    case MLA_LW_FFN_NORM: return &lw->ffn_norm;
+    case MLA_LW_Q_A: return &lw->q_a;
+    case MLA_LW_Q_A_NORM: return &lw->q_a_norm;
+    case MLA_LW_Q_B: return &lw->q_b;
+    case MLA_LW_Q: return &lw->q;
+    case MLA_LW_KV_A: return &lw->kv_a;
+    case MLA_LW_KV_A_NORM: return &lw->kv_a_norm;
+    case MLA_LW_KV_B: return &lw->kv_b;
+    case MLA_LW_O: return &lw->o;
+    case MLA_LW_MLP_GATE: return &lw->w1;
+    case MLA_LW_MLP_DOWN: return &lw->w2;
+    case MLA_LW_MLP_UP: return &lw->w3;
+    case MLA_LW_ROUTER: return &lw->gate;
+    case MLA_LW_ROUTER_BIAS: return &lw->bias;
+    case MLA_LW_EXPERT_GATE: return &lw->e_w1[e];
+    case MLA_LW_EXPERT_DOWN: return &lw->e_w2[e];
+    case MLA_LW_EXPERT_UP: return &lw->e_w3[e];
+    case MLA_LW_SHARED_GATE: return &lw->s_w1;
+    case MLA_LW_SHARED_DOWN: return &lw->s_w2;
+    case MLA_LW_SHARED_UP: return &lw->s_w3;
+    case MLA_LW_COUNT: break;
+    }
+    return NULL;
+}
 
+static mla_status load_one(ref_ctx *c, int l, mla_layer_weight w, int e)
+{
+    char name[160];
+    if (mla_lw_name(name, sizeof name, l, w, e))
+        return mla_errorf(MLA_ERR_INVALID, "reference: layer %d %s: name too long", l, mla_lw_suffix(w));
+    return load_tensor(c, name, mla_lw_store_of(w), layer_slot(&c->layers[l], w, e));
+}
+
+/* Every tensor of layer l from the weight table, in its order; the experts one by one (gate, down,
+ * up of expert 0, then of expert 1, ...). */
 mla_status ref_layer_load(ref_ctx *c, int l)
 {
     ref_layer *lw = &c->layers[l];
     if (lw->loaded) return MLA_OK;
     const mla_config *cf = c->cfg;
-    char name[160];
     mla_status st;
-    LOADW(attn_norm, "input_layernorm.weight", 0);
-    LOADW(ffn_norm, "post_attention_layernorm.weight", 0);
-    if (cf->q_lora_rank > 0) {
-        LOADW(q_a, "self_attn.q_a_proj.weight", 2);
-        LOADW(q_a_norm, "self_attn.q_a_layernorm.weight", 0);
-        LOADW(q_b, "self_attn.q_b_proj.weight", 2);
-    } else {
-        LOADW(q, "self_attn.q_proj.weight", 2);
-    }
-    LOADW(kv_a, "self_attn.kv_a_proj_with_mqa.weight", 2);
-    LOADW(kv_a_norm, "self_attn.kv_a_layernorm.weight", 0);
-    LOADW(kv_b, "self_attn.kv_b_proj.weight", 1);
-    LOADW(o, "self_attn.o_proj.weight", 2);
-    if (mla_config_is_moe_layer(cf, l)) {
-        int E = cf->n_routed_experts;
-        LOADW(gate, "mlp.gate.weight", 0);
-        if (cf->has_e_score_correction_bias) LOADW(bias, "mlp.gate.e_score_correction_bias", 0);
+    int E = mla_lw_count(cf, l, MLA_LW_EXPERT_GATE);
+    if (E > 0) {
         lw->e_w1 = calloc((size_t)E, sizeof(double *));
         lw->e_w2 = calloc((size_t)E, sizeof(double *));
         lw->e_w3 = calloc((size_t)E, sizeof(double *));
         if (!lw->e_w1 || !lw->e_w2 || !lw->e_w3) return mla_errorf(MLA_ERR_NOMEM, "reference: experts");
-        for (int e = 0; e < E; e++) {
-            char sfx[96];
-            snprintf(sfx, sizeof sfx, "mlp.experts.%d.gate_proj.weight", e);
-            LOADW(e_w1[e], sfx, 2);
-            snprintf(sfx, sizeof sfx, "mlp.experts.%d.down_proj.weight", e);
-            LOADW(e_w2[e], sfx, 2);
-            snprintf(sfx, sizeof sfx, "mlp.experts.%d.up_proj.weight", e);
-            LOADW(e_w3[e], sfx, 2);
+    }
+    for (int w = 0; w < MLA_LW_COUNT; w++) {
+        if (mla_lw_when_of((mla_layer_weight)w) == MLA_LW_EXPERT) {
+            if (w != MLA_LW_EXPERT_GATE) continue; /* the three expert rows load together */
+            for (int e = 0; e < E; e++)
+                for (int k = MLA_LW_EXPERT_GATE; k <= MLA_LW_EXPERT_UP; k++)
+                    if ((st = load_one(c, l, (mla_layer_weight)k, e)) != MLA_OK) return st;
+            continue;
         }
-        if (cf->n_shared_experts > 0) {
-            LOADW(s_w1, "mlp.shared_experts.gate_proj.weight", 2);
-            LOADW(s_w2, "mlp.shared_experts.down_proj.weight", 2);
-            LOADW(s_w3, "mlp.shared_experts.up_proj.weight", 2);
-        }
-    } else {
-        LOADW(w1, "mlp.gate_proj.weight", 2);
-        LOADW(w2, "mlp.down_proj.weight", 2);
-        LOADW(w3, "mlp.up_proj.weight", 2);
+        if (mla_lw_count(cf, l, (mla_layer_weight)w) && (st = load_one(c, l, (mla_layer_weight)w, 0)) != MLA_OK)
+            return st;
     }
     lw->loaded = 1;
     return MLA_OK;
@@ -121,8 +133,8 @@ void ref_layer_release(ref_ctx *c, int l)
 mla_status ref_globals_load(ref_ctx *c)
 {
     mla_status st;
-    if ((st = load_tensor(c, "model.embed_tokens.weight", 1, &c->embed))) return st;
-    if ((st = load_tensor(c, "model.norm.weight", 0, &c->final_norm))) return st;
-    if (c->cfg->tie_word_embeddings) return load_tensor(c, "model.embed_tokens.weight", 1, &c->lm_head);
-    return load_tensor(c, "lm_head.weight", 1, &c->lm_head);
+    if ((st = load_tensor(c, "model.embed_tokens.weight", MLA_LW_BF16, &c->embed))) return st;
+    if ((st = load_tensor(c, "model.norm.weight", MLA_LW_KEEP, &c->final_norm))) return st;
+    if (c->cfg->tie_word_embeddings) return load_tensor(c, "model.embed_tokens.weight", MLA_LW_BF16, &c->lm_head);
+    return load_tensor(c, "lm_head.weight", MLA_LW_BF16, &c->lm_head);
 }

@@ -1,12 +1,14 @@
 /* builtin.c: the built-in synthetic models (weights from a fixed seed, no download) and the
  * config-only presets of the real models (mla-spec.md §a.2).
  *
- * Weights: each run of 65536 elements of a tensor has its own stream, splitmix64 seeded from
- * seed ^ FNV-1a(name) and the run index, so a tensor's values do not depend on which tensors were
+ * Weights: each run of 65536 elements of a tensor has its own stream, splitmix64 (mla/rng.h) sub-stream
+ * "run index" of seed ^ FNV-1a(name) (mla/hash.h), so a tensor's values do not depend on which tensors were
  * asked for before it nor on how many threads generate it. Normals come from Box-Muller in
  * double. Linear weights N(0,1)/sqrt(in_features), norm weights 1 + 0.1 N(0,1), embeddings N(0,1),
  * all rounded once to bf16 (like a real checkpoint); e_score_correction_bias 0.05 N(0,1) in f32. */
 #include "model_internal.h"
+#include "mla/hash.h"
+#include "mla/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -129,44 +131,6 @@ int builtin_lookup(const char *name, mla_config *cfg, uint64_t *seed)
     return -1;
 }
 
-/* --- PRNG ----------------------------------------------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-typedef struct {
-    uint64_t s;
-    int have;
-    double spare;
-} normal_rng;
-
-/* N(0,1) by Box-Muller; u1 in (0,1] so log never sees 0. */
-static double rng_normal(normal_rng *r)
-{
-    if (r->have) {
-        r->have = 0;
-        return r->spare;
-    }
-    double u1 = ((double)(splitmix64(&r->s) >> 11) + 1.0) * 0x1p-53;
-    double u2 = (double)(splitmix64(&r->s) >> 11) * 0x1p-53;
-    double rad = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;
-    r->spare = rad * sin(a);
-    r->have = 1;
-    return rad * cos(a);
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static int ends_with(const char *s, const char *sfx)
 {
     size_t n = strlen(s), k = strlen(sfx);
@@ -210,25 +174,18 @@ typedef struct {
     int64_t next; /* next chunk to take (atomic) */
 } gen_job;
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void gen_chunk(const gen_job *j, int64_t c)
 {
-    normal_rng r = { mix64(j->base ^ mix64((uint64_t)c + 1)), 0, 0.0 };
+    mla_rng_normal_state r = {mla_rng_stream(j->base, (uint64_t)c), 0, 0.0};
     int64_t i0 = c * GEN_CHUNK, i1 = i0 + GEN_CHUNK < j->n ? i0 + GEN_CHUNK : j->n;
     if (j->dtype == MLA_BF16) {
         uint16_t *d = j->data;
-        for (int64_t i = i0; i < i1; i++) d[i] = bf16_from_double(j->offset + j->scale * rng_normal(&r));
+        for (int64_t i = i0; i < i1; i++) d[i] = bf16_from_double(j->offset + j->scale * mla_rng_normal(&r));
         return;
     }
     size_t es = mla_dtype_size(j->dtype);
     for (int64_t i = i0; i < i1; i++)
-        mla_store_f64(j->dtype, (char *)j->data + (size_t)i * es, j->offset + j->scale * rng_normal(&r));
+        mla_store_f64(j->dtype, (char *)j->data + (size_t)i * es, j->offset + j->scale * mla_rng_normal(&r));
 }
 
 static void *gen_worker(void *arg)
@@ -248,7 +205,8 @@ mla_status builtin_generate(mla_model *m, model_entry *e)
     size_t es = mla_dtype_size(t->dtype);
     void *data = malloc(n ? (size_t)n * es : 1);
     if (!data) return mla_errorf(MLA_ERR_NOMEM, "%s: tensor %s: %lld elements", m->source, e->name, (long long)n);
-    gen_job j = { .base = m->seed ^ fnv1a(e->name), .scale = 1.0, .offset = 0.0, .dtype = t->dtype,
+    gen_job j = { .base = m->seed ^ mla_fnv1a_str(MLA_FNV1A_INIT, e->name), .scale = 1.0, .offset = 0.0,
+                  .dtype = t->dtype,
                   .data = data, .n = n, .n_chunks = (n + GEN_CHUNK - 1) / GEN_CHUNK, .next = 0 };
     if (ends_with(e->name, "e_score_correction_bias")) j.scale = 0.05;
     else if (t->ndim == 1) {

@@ -1,7 +1,8 @@
 /* config_shape.c: the HF tensor names a config implies and their shapes (mla-spec.md §a.3).
- * PyTorch Linear weights are [out, in]. Shared experts are one MLP of width
- * n_shared_experts * moe_intermediate_size (HF DeepseekV3MoE). */
+ * The per-layer names and shapes come from MLA_LAYER_WEIGHT_LIST (mla/weights.h); this file adds the
+ * globals and the fp8 "_scale_inv" siblings. */
 #include "model_internal.h"
+#include "mla/weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,49 +38,28 @@ static int set1(int *ndim, int64_t *shape, int64_t a)
     return 0;
 }
 
-/* gate_proj / up_proj / down_proj of an MLP of width w. */
-static int mlp_shape(const mla_config *c, const char *s, int64_t w, int *ndim, int64_t *shape)
+/* Matches suffix s against row w's suffix, whose "%d" (expert rows) takes an index below n_idx. */
+static int suffix_matches(const char *s, const char *pattern, int n_idx)
 {
-    if (!strcmp(s, "gate_proj.weight") || !strcmp(s, "up_proj.weight")) return set2(ndim, shape, w, c->hidden_size);
-    if (!strcmp(s, "down_proj.weight")) return set2(ndim, shape, c->hidden_size, w);
-    return -1;
+    const char *d = strstr(pattern, "%d");
+    if (!d) return !strcmp(s, pattern);
+    size_t k = (size_t)(d - pattern);
+    if (strncmp(s, pattern, k)) return 0;
+    const char *p = s + k;
+    int e = parse_index(&p);
+    return e >= 0 && e < n_idx && !strcmp(p, d + 2);
 }
 
+/* The row of MLA_LAYER_WEIGHT_LIST that layer `layer` holds under suffix s. */
 static int layer_shape(const mla_config *c, int layer, const char *s, int *ndim, int64_t *shape)
 {
-    int64_t D = c->hidden_size, H = c->num_attention_heads, Lq = c->q_lora_rank, C = c->kv_lora_rank;
-    int64_t P = c->qk_nope_head_dim, R = c->qk_rope_head_dim, V = c->v_head_dim;
-    if (!strcmp(s, "input_layernorm.weight") || !strcmp(s, "post_attention_layernorm.weight"))
-        return set1(ndim, shape, D);
-    if (!strncmp(s, "self_attn.", 10)) {
-        s += 10;
-        if (Lq > 0) {
-            if (!strcmp(s, "q_a_proj.weight")) return set2(ndim, shape, Lq, D);
-            if (!strcmp(s, "q_a_layernorm.weight")) return set1(ndim, shape, Lq);
-            if (!strcmp(s, "q_b_proj.weight")) return set2(ndim, shape, H * (P + R), Lq);
-        } else if (!strcmp(s, "q_proj.weight")) {
-            return set2(ndim, shape, H * (P + R), D);
+    for (int w = 0; w < MLA_LW_COUNT; w++) {
+        int n = mla_lw_count(c, layer, (mla_layer_weight)w);
+        if (n > 0 && suffix_matches(s, mla_lw_suffix((mla_layer_weight)w), n)) {
+            int64_t sh[2];
+            int nd = mla_lw_shape(c, (mla_layer_weight)w, sh);
+            return nd == 2 ? set2(ndim, shape, sh[0], sh[1]) : set1(ndim, shape, sh[0]);
         }
-        if (!strcmp(s, "kv_a_proj_with_mqa.weight")) return set2(ndim, shape, C + R, D);
-        if (!strcmp(s, "kv_a_layernorm.weight")) return set1(ndim, shape, C);
-        if (!strcmp(s, "kv_b_proj.weight")) return set2(ndim, shape, H * (P + V), C);
-        if (!strcmp(s, "o_proj.weight")) return set2(ndim, shape, D, H * V);
-        return -1;
-    }
-    if (strncmp(s, "mlp.", 4)) return -1;
-    s += 4;
-    if (!mla_config_is_moe_layer(c, layer)) return mlp_shape(c, s, c->intermediate_size, ndim, shape);
-    int64_t E = c->n_routed_experts, W = c->moe_intermediate_size;
-    if (!strcmp(s, "gate.weight")) return set2(ndim, shape, E, D);
-    if (!strcmp(s, "gate.e_score_correction_bias"))
-        return c->has_e_score_correction_bias ? set1(ndim, shape, E) : -1;
-    if (!strncmp(s, "shared_experts.", 15))
-        return c->n_shared_experts > 0 ? mlp_shape(c, s + 15, (int64_t)c->n_shared_experts * W, ndim, shape) : -1;
-    if (!strncmp(s, "experts.", 8)) {
-        const char *p = s + 8;
-        int e = parse_index(&p);
-        if (e < 0 || e >= E || *p != '.') return -1;
-        return mlp_shape(c, p + 1, W, ndim, shape);
     }
     return -1;
 }
@@ -123,7 +103,7 @@ void name_list_free(name_list *l)
     memset(l, 0, sizeof *l);
 }
 
-static mla_status name_add(name_list *l, const char *fmt_prefix, int layer, const char *suffix)
+static mla_status name_add(name_list *l, const char *name)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 256;
@@ -132,20 +112,17 @@ static mla_status name_add(name_list *l, const char *fmt_prefix, int layer, cons
         l->v = v;
         l->cap = cap;
     }
-    char buf[256];
-    if (layer >= 0) snprintf(buf, sizeof buf, "%s%d.%s", fmt_prefix, layer, suffix);
-    else snprintf(buf, sizeof buf, "%s%s", fmt_prefix, suffix);
-    l->v[l->n] = strdup(buf);
-    if (!l->v[l->n]) return mla_errorf(MLA_ERR_NOMEM, "tensor name list: %s", buf);
+    l->v[l->n] = strdup(name);
+    if (!l->v[l->n]) return mla_errorf(MLA_ERR_NOMEM, "tensor name list: %s", name);
     l->n++;
     return MLA_OK;
 }
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-#define ADD(pre, layer, sfx)                                   \
+#define ADD(name)                                              \
     do {                                                       \
-        mla_status st_ = name_add(out, pre, layer, sfx);       \
+        mla_status st_ = name_add(out, name);                  \
         if (st_) {                                             \
             name_list_free(out);                               \
             return st_;                                        \
@@ -155,46 +132,22 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 mla_status model_required_names(const mla_config *c, name_list *out)
 {
     memset(out, 0, sizeof *out);
-    static const char *mlp[] = { "gate_proj.weight", "up_proj.weight", "down_proj.weight" };
-    ADD("model.embed_tokens.weight", -1, "");
-    ADD("model.norm.weight", -1, "");
-    if (!c->tie_word_embeddings) ADD("lm_head.weight", -1, "");
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        const char *pre = "model.layers.";
-        ADD(pre, l, "input_layernorm.weight");
-        ADD(pre, l, "post_attention_layernorm.weight");
-        if (c->q_lora_rank > 0) {
-            ADD(pre, l, "self_attn.q_a_proj.weight");
-            ADD(pre, l, "self_attn.q_a_layernorm.weight");
-            ADD(pre, l, "self_attn.q_b_proj.weight");
-        } else {
-            ADD(pre, l, "self_attn.q_proj.weight");
+    ADD("model.embed_tokens.weight");
+    ADD("model.norm.weight");
+    if (!c->tie_word_embeddings) ADD("lm_head.weight");
+    for (int l = 0; l < c->num_hidden_layers; l++)
+        for (int w = 0; w < MLA_LW_COUNT; w++) {
+            int n = mla_lw_count(c, l, (mla_layer_weight)w);
+            for (int e = 0; e < n; e++) {
+                char nm[256];
+                if (mla_lw_name(nm, sizeof nm, l, (mla_layer_weight)w, e)) {
+                    name_list_free(out);
+                    return mla_errorf(MLA_ERR_INVALID, "tensor name list: layer %d %s: name too long", l,
+                                      mla_lw_suffix((mla_layer_weight)w));
+                }
+                ADD(nm);
+            }
         }
-        ADD(pre, l, "self_attn.kv_a_proj_with_mqa.weight");
-        ADD(pre, l, "self_attn.kv_a_layernorm.weight");
-        ADD(pre, l, "self_attn.kv_b_proj.weight");
-        ADD(pre, l, "self_attn.o_proj.weight");
-        char sfx[96];
-        if (!mla_config_is_moe_layer(c, l)) {
-            for (int k = 0; k < 3; k++) {
-                snprintf(sfx, sizeof sfx, "mlp.%s", mlp[k]);
-                ADD(pre, l, sfx);
-            }
-            continue;
-        }
-        ADD(pre, l, "mlp.gate.weight");
-        if (c->has_e_score_correction_bias) ADD(pre, l, "mlp.gate.e_score_correction_bias");
-        for (int e = 0; e < c->n_routed_experts; e++)
-            for (int k = 0; k < 3; k++) {
-                snprintf(sfx, sizeof sfx, "mlp.experts.%d.%s", e, mlp[k]);
-                ADD(pre, l, sfx);
-            }
-        if (c->n_shared_experts > 0)
-            for (int k = 0; k < 3; k++) {
-                snprintf(sfx, sizeof sfx, "mlp.shared_experts.%s", mlp[k]);
-                ADD(pre, l, sfx);
-            }
-    }
     qsort(out->v, (size_t)out->n, sizeof *out->v, name_cmp);
     return MLA_OK;
 }

@@ -1,5 +1,6 @@
 /* model.c: opening a model by name or folder, tensor lookup, conversion to double, the weights hash. */
 #include "model_internal.h"
+#include "mla/hash.h"
 #include "mla/quant.h"
 
 #include <stdio.h>
@@ -140,20 +141,6 @@ mla_status mla_model_tensor_f64(mla_model *m, const char *hf_name, double **out,
     return MLA_OK;
 }
 
-static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static uint64_t fnv_u64(uint64_t h, uint64_t x)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(x >> (8 * i));
-    return fnv_bytes(h, b, 8);
-}
-
 /* FNV-1a 64 over, per tensor in name order: name, NUL, dtype name, NUL, ndim and each dim as
  * 64-bit little-endian, then the raw bytes. */
 mla_status mla_model_weights_hash(mla_model *m, char out[17])
@@ -164,17 +151,17 @@ mla_status mla_model_weights_hash(mla_model *m, char out[17])
     if (cached) memcpy(out, m->weights_hash, 17);
     pthread_mutex_unlock(&m->lock);
     if (cached) return MLA_OK; /* hashing a V3-sized layer's weights takes seconds; dumps ask per sequence */
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = MLA_FNV1A_INIT;
     for (int i = 0; i < m->n_entries; i++) {
         model_entry *e;
         mla_status st = model_get(m, m->entries[i].name, &e);
         if (st) return st;
         const char *dn = mla_dtype_name(e->t.dtype);
-        h = fnv_bytes(h, e->name, strlen(e->name) + 1);
-        h = fnv_bytes(h, dn, strlen(dn) + 1);
-        h = fnv_u64(h, (uint64_t)e->t.ndim);
-        for (int d = 0; d < e->t.ndim; d++) h = fnv_u64(h, (uint64_t)e->t.shape[d]);
-        h = fnv_bytes(h, e->t.data, mla_tensor_nbytes(&e->t));
+        h = mla_fnv1a(h, e->name, strlen(e->name) + 1);
+        h = mla_fnv1a(h, dn, strlen(dn) + 1);
+        h = mla_fnv1a_u64(h, (uint64_t)e->t.ndim);
+        for (int d = 0; d < e->t.ndim; d++) h = mla_fnv1a_u64(h, (uint64_t)e->t.shape[d]);
+        h = mla_fnv1a(h, e->t.data, mla_tensor_nbytes(&e->t));
     }
     snprintf(out, 17, "%016llx", (unsigned long long)h);
     pthread_mutex_lock(&m->lock); /* model_get above takes the lock itself, so not held while hashing */
