@@ -150,7 +150,7 @@ mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n
         st = mla_errorf(MLA_ERR_NOMEM, "hybrid engine: mqa layer %d", layer);
         goto done;
     }
-    if ((st = ref_mqa_query(c, layer, n, q, q_abs, qf))) goto done; /* as the reference's own decode */
+    if ((st = ref_mqa_query(q_abs, qf, q, n, kvb, c->ad, &c->nm))) goto done; /* as the reference's own decode */
     if (!(q32 = to_f32(qf, n * H * L))) {
         st = mla_errorf(MLA_ERR_NOMEM, "hybrid engine: mqa query");
         goto done;
@@ -158,17 +158,17 @@ mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n
     int32_t cu[2] = {0, (int32_t)n}, sl[1] = {(int32_t)(n_past + n)};
     mla_mqa_args a = {
         .batch = 1, .num_heads = (int32_t)H, .kv_lora_rank = (int32_t)C, .rope_dim = (int32_t)R,
-        .total_q = (int32_t)n, .cu_seqlens_q = cu, .seq_lens = sl, .softmax_scale = ref_softmax_scale(c),
+        .total_q = (int32_t)n, .cu_seqlens_q = cu, .seq_lens = sl, .softmax_scale = c->faults.softmax_scale,
         .q = q32, .kv = p.kv, .out = out, .lse = lsef,
     };
     if ((st = c->attn_ops->mqa(&a))) goto done;
     for (int64_t i = 0; i < n * H; i++) {
-        lse[i] = ref_rnd32(c, lsef[i]);
-        for (int64_t d = 0; d < C; d++) ol[d] = ref_rnd(c, out[i * C + d]);
+        lse[i] = ref_rnd32(&c->nm, lsef[i]);
+        for (int64_t d = 0; d < C; d++) ol[d] = ref_rnd(&c->nm, out[i * C + d]);
         int64_t h = i % H; /* o_latent[h] . W_UV[h]^T */
         ref_matmul_nt(ol, kvb + (h * W + P) * C, 1, C, V, core + i * V);
     }
-    ref_rnd_vec(c, core, n * H * V);
+    ref_rnd_vec(&c->nm, core, n * H * V);
 done:
     pool_free(&p);
     free(qf); free(out); free(lsef); free(ol); free(q32);
@@ -199,12 +199,12 @@ mla_status ref_attn_mha_delegate(const ref_ctx *c, int layer, int seq, int64_t n
     mla_mha_args a = {
         .batch = 1, .num_heads = (int32_t)H, .kv_lora_rank = (int32_t)C, .rope_dim = (int32_t)R,
         .nope_dim = (int32_t)P, .v_dim = (int32_t)V, .total_q = (int32_t)n, .cu_seqlens_q = cu,
-        .seq_lens = sl, .softmax_scale = ref_softmax_scale(c), .q = q32, .kv_c = kc32, .k_pe = kp32,
+        .seq_lens = sl, .softmax_scale = c->faults.softmax_scale, .q = q32, .kv_c = kc32, .k_pe = kp32,
         .w_kv_b = w32, .kv = p.kv, .out = out, .lse = lsef,
     };
     if ((st = c->attn_ops->mha(&a))) goto done;
-    for (int64_t i = 0; i < n * H * V; i++) core[i] = ref_rnd(c, out[i]);
-    for (int64_t i = 0; i < n * H; i++) lse[i] = ref_rnd32(c, lsef[i]);
+    for (int64_t i = 0; i < n * H * V; i++) core[i] = ref_rnd(&c->nm, out[i]);
+    for (int64_t i = 0; i < n * H; i++) lse[i] = ref_rnd32(&c->nm, lsef[i]);
 done:
     pool_free(&p);
     free(q32); free(kc32); free(kp32); free(w32); free(out); free(lsef);
