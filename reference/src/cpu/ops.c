@@ -185,7 +185,8 @@ mla_status ref_linear(double *y, const double *x, const double *w, int64_t T, in
 {
     if (fp8 && nm->fp8_linear) {
         double *xq = malloc((size_t)(T * K + 1) * sizeof(double));
-        if (!xq) return mla_errorf(MLA_ERR_NOMEM, "reference: fp8 linear input [%lld,%lld]", (long long)T, (long long)K);
+        if (!xq)
+            return mla_errorf(MLA_ERR_NOMEM, "reference: fp8 linear input [%lld,%lld]", (long long)T, (long long)K);
         memcpy(xq, x, (size_t)(T * K) * sizeof(double));
         mla_status st = ref_act_quant_inplace(xq, T, K);
         if (!st) ref_matmul_nt_batch(xq, w, T, K, N, y);
