@@ -100,6 +100,20 @@ static mla_status layer_scratch_new(layer_scratch *s, const mla_config *cf, int 
     return mla_errorf(MLA_ERR_NOMEM, "reference: layer %d activations of %lld tokens", l, (long long)T);
 }
 
+/* q[T,H,P+R] from the normed input x[T,D]: through the compressed query cq[T,Lq] (q_a, its norm,
+ * q_b) when q_lora_rank > 0, else one projection (mla-spec.md §b.1 (1)). */
+static mla_status query_proj(double *q, double *cq, const double *x, const ref_layer *lw, int64_t T,
+                             const mla_config *cf, const ref_numerics *nm)
+{
+    int64_t D = cf->hidden_size, Lq = cf->q_lora_rank;
+    int64_t HDqk = (int64_t)cf->num_attention_heads * (cf->qk_nope_head_dim + cf->qk_rope_head_dim);
+    if (!Lq) return ref_linear(q, x, lw->q, T, D, HDqk, 1, nm);
+    mla_status st = ref_linear(cq, x, lw->q_a, T, D, Lq, 1, nm);
+    if (st) return st;
+    ref_rmsnorm(cq, Lq, cq, Lq, lw->q_a_norm, T, Lq, cf->rms_norm_eps, nm);
+    return ref_linear(q, cq, lw->q_b, T, Lq, HDqk, 1, nm);
+}
+
 /* k_pe[T,R] = RoPE(kva[:, C:]) and q[T,H,P+R]'s rope parts roped in place, at positions pos[T]. */
 static void rope_qk(double *q, double *k_pe, const double *kva, const int64_t *pos, int64_t T, const ref_ctx *c)
 {
@@ -138,15 +152,23 @@ static mla_status seq_attention(ref_ctx *c, int l, int seq, int64_t np, int64_t 
     mla_status st = MLA_OK;
     for (int64_t i = 0; i < n && !st; i++) st = ref_cache_write(c, l, seq, np + i, kv_c + i * d.C, k_pe + i * d.R);
     if (st) return st;
-    if (c->attn_ops)
-        return absorbed ? ref_attn_mqa_delegate(c, l, seq, np, n, q, q_abs, core, lse)
-                        : ref_attn_mha_delegate(c, l, seq, np, n, q, kv_c, k_pe, core, lse);
+    const double *kv_b = c->layers[l].kv_b;
+    if (c->attn_ops) {
+        ref_attn_pool p;
+        if ((st = ref_attn_pool_build(&p, c, l, seq, np + n))) return st;
+        if (absorbed)
+            st = ref_attn_mqa_delegate(core, lse, q_abs, q, np, n, &p.kv, kv_b, d, &c->nm, &c->faults, c->attn_ops);
+        else
+            st = ref_attn_mha_delegate(core, lse, q, kv_c, k_pe, np, n, &p.kv, kv_b, d, &c->nm, &c->faults,
+                                       c->attn_ops);
+        ref_attn_pool_free(&p);
+        return st;
+    }
     int64_t S = absorbed ? np + n : np;
     double *rows = malloc((size_t)(S * (d.C + d.R) + 1) * sizeof(double));
     if (!rows)
         return mla_errorf(MLA_ERR_NOMEM, "reference: layer %d: %lld cache rows of sequence %d", l, (long long)S, seq);
     for (int64_t j = 0; j < S; j++) ref_cache_read(c, l, seq, j, rows + j * (d.C + d.R));
-    const double *kv_b = c->layers[l].kv_b;
     if (absorbed)
         st = ref_attn_mqa(core, lse, q_abs, q, rows, np, n, kv_b, d, &c->nm, &c->faults);
     else
@@ -163,7 +185,7 @@ static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const
     const ref_layer *lw = &c->layers[l];
     const ref_numerics *nm = &c->nm;
     int64_t D = cf->hidden_size, H = c->ad.H, P = c->ad.P, R = c->ad.R, V = c->ad.V, C = c->ad.C;
-    int64_t Dqk = P + R, Lq = cf->q_lora_rank;
+    int64_t Dqk = P + R;
     double eps = cf->rms_norm_eps;
     layer_acts a = {0};
     layer_scratch s = {0};
@@ -172,13 +194,7 @@ static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const
     if ((st = layer_scratch_new(&s, cf, l, T))) return st;
 
     ref_rmsnorm(a.attn_norm, D, x, D, lw->attn_norm, T, D, eps, nm);
-    if (Lq) {
-        if ((st = ref_linear(s.cq, a.attn_norm, lw->q_a, T, D, Lq, 1, nm))) goto done;
-        ref_rmsnorm(s.cq, Lq, s.cq, Lq, lw->q_a_norm, T, Lq, eps, nm);
-        if ((st = ref_linear(s.q, s.cq, lw->q_b, T, Lq, H * Dqk, 1, nm))) goto done;
-    } else if ((st = ref_linear(s.q, a.attn_norm, lw->q, T, D, H * Dqk, 1, nm))) {
-        goto done;
-    }
+    if ((st = query_proj(s.q, s.cq, a.attn_norm, lw, T, cf, nm))) goto done;
     if ((st = ref_linear(s.kva, a.attn_norm, lw->kv_a, T, D, C + R, 1, nm))) goto done;
     ref_rmsnorm(a.kv_c, C, s.kva, C + R, lw->kv_a_norm, T, C, eps, nm);
     rope_qk(s.q, a.k_pe, s.kva, pos, T, c);

@@ -122,6 +122,8 @@ mla_status ref_cache_write(ref_ctx *c, int layer, int seq, int64_t pos, const do
                            const double *k_pe);
 /* Read token pos of seq dequantized into row[C+R]. */
 void ref_cache_read(const ref_ctx *c, int layer, int seq, int64_t pos, double *row);
+/* The stored bytes of token pos of seq (row_bytes of them), or NULL when its block was never written. */
+const uint8_t *ref_cache_raw_row(const ref_ctx *c, int layer, int seq, int64_t pos);
 
 /* ---- attention (attention.c) ---- */
 /* LSE merge of two partial attentions (mla-spec.md §g.13): oa[dv], *la become the merge of (oa, la) and
@@ -144,13 +146,24 @@ mla_status ref_attn_mqa(double *core, double *lse, double *q_abs, const double *
 mla_status ref_mqa_query(double *q_abs, double *qf, const double *q, int64_t n, const double *kv_b,
                          ref_attn_dims d, const ref_numerics *nm);
 
-/* ---- delegated attention (attn_delegate.c): same contracts as above, through c->attn_ops.
- * Both read the new tokens' rows from the cache, so the caller writes them first. ---- */
-mla_status ref_attn_mha_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
-                                 const double *q, const double *kv_c_new, const double *k_pe_new,
-                                 double *core, double *lse);
-mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
-                                 const double *q, double *q_abs, double *core, double *lse);
+/* ---- delegated attention (attn_delegate.c): the contracts of ref_attn_mqa / ref_attn_mha, through
+ * an attn_op.h operator over kv, the sequence's cache in the operator's format (ref_attn_pool_build:
+ * the new tokens' rows included, so the caller writes them to the cache first). ---- */
+typedef struct ref_attn_pool {
+    uint8_t *data;     /* [num_blocks, page_size, row bytes]; unused rows NaN */
+    int32_t *table;    /* identity block table */
+    mla_attn_cache kv; /* views of data and table */
+} ref_attn_pool;
+/* Rows [0, S) of seq in layer's cache, in the format the operator reads for c's profile. */
+mla_status ref_attn_pool_build(ref_attn_pool *p, const ref_ctx *c, int layer, int seq, int64_t S);
+void ref_attn_pool_free(ref_attn_pool *p);
+mla_status ref_attn_mha_delegate(double *core, double *lse, const double *q, const double *kv_c_new,
+                                 const double *k_pe_new, int64_t n_past, int64_t n, const mla_attn_cache *kv,
+                                 const double *kv_b, ref_attn_dims d, const ref_numerics *nm, const ref_faults *f,
+                                 const mla_attn_ops *ops);
+mla_status ref_attn_mqa_delegate(double *core, double *lse, double *q_abs, const double *q, int64_t n_past,
+                                 int64_t n, const mla_attn_cache *kv, const double *kv_b, ref_attn_dims d,
+                                 const ref_numerics *nm, const ref_faults *f, const mla_attn_ops *ops);
 /* 1 when c->attn_ops can serve profile p (its cache format and both entries). */
 int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p);
 
