@@ -10,32 +10,6 @@
 
 #define REF_QBLOCK 256 /* query rows per score block: bounds memory at long kv lengths */
 
-/* Row-wise softmax of s[m,nk] in place over the first vis[i] entries (the rest get p = 0).
- * lse[i] = ln sum exp(s). */
-static void softmax_rows(double *s, int64_t m, int64_t nk, const int64_t *vis, double *lse)
-{
-    for (int64_t i = 0; i < m; i++) {
-        double *r = s + i * nk;
-        int64_t v = vis[i] < nk ? vis[i] : nk;
-        if (v <= 0) {
-            memset(r, 0, (size_t)nk * sizeof(double));
-            lse[i] = -INFINITY;
-            continue;
-        }
-        double mx = r[0];
-        for (int64_t j = 1; j < v; j++)
-            if (r[j] > mx) mx = r[j];
-        double sum = 0.0;
-        for (int64_t j = 0; j < v; j++) {
-            r[j] = exp(r[j] - mx);
-            sum += r[j];
-        }
-        for (int64_t j = 0; j < v; j++) r[j] /= sum;
-        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
-        lse[i] = mx + log(sum);
-    }
-}
-
 /* One attention part for head-major gathered operands:
  * q[n,dq], k[nk,dq], v[nk,dv]; query i sees keys j < vis_base + i + 1 + slack (causal) or all
  * (vis_base < 0). o[n,dv], lse[n]. */
@@ -63,7 +37,7 @@ static mla_status attn_part(double *o, double *lse, const double *q, const doubl
         ref_matmul_nt(q + i0 * dq, k, m, dq, kb, s);
         for (int64_t i = 0; i < m * kb; i++) s[i] *= scale;
         for (int64_t i = 0; i < m; i++) vis[i] = vis_base < 0 ? nk : vis_base + i0 + i + 1 + slack;
-        softmax_rows(s, m, kb, vis, lse + i0);
+        ref_softmax_rows(s, lse + i0, vis, m, kb);
         ref_matmul_nn(s, v, m, kb, dv, o + i0 * dv);
     }
     free(s);
@@ -229,7 +203,7 @@ mla_status ref_attn_mqa(double *core, double *lse, double *q_abs, const double *
         ref_matmul_nt(qf + t * H * L, rows, H, L, S, s);
         for (int64_t i = 0; i < H * S; i++) s[i] *= f->softmax_scale;
         for (int64_t h = 0; h < H; h++) vis[h] = n_past + t + 1 + f->mask_slack;
-        softmax_rows(s, H, S, vis, lse + t * H);
+        ref_softmax_rows(s, lse + t * H, vis, H, S);
         for (int64_t h = 0; h < H; h++) lse[t * H + h] = ref_rnd32(nm, lse[t * H + h]);
         ref_matmul_nn(s, vc, H, S, C, ol);
         ref_rnd_vec(nm, ol, H * C);

@@ -28,7 +28,8 @@ static int ref_supports(void *ctx, mla_feature f)
     const ref_engine *e = ctx;
     if (e && e->c.attn_ops && f >= MLA_FEAT_PROFILE_FP64 && f < MLA_FEAT_PROFILE_FP64 + MLA_PROFILE_COUNT)
         return ref_attn_delegate_supports(e->c.attn_ops, (mla_profile)(f - MLA_FEAT_PROFILE_FP64));
-    if (e && e->c.attn_ops && f == MLA_FEAT_FAULTS) return 0; /* mask/scale faults live in attention.c */
+    /* the mask and LSE faults act inside attention.c, which the operator replaces */
+    if (e && e->c.attn_ops && f == MLA_FEAT_FAULTS) return 0;
     return f < MLA_FEAT_COUNT;
 }
 

@@ -211,6 +211,32 @@ void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const dou
     }
 }
 
+/* Row-wise softmax of s[m,nk] in place over the first vis[i] entries (the rest get p = 0).
+ * lse[i] = ln sum exp(s). */
+void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk)
+{
+    for (int64_t i = 0; i < m; i++) {
+        double *r = s + i * nk;
+        int64_t v = vis[i] < nk ? vis[i] : nk;
+        if (v <= 0) {
+            memset(r, 0, (size_t)nk * sizeof(double));
+            lse[i] = -INFINITY;
+            continue;
+        }
+        double mx = r[0];
+        for (int64_t j = 1; j < v; j++)
+            if (r[j] > mx) mx = r[j];
+        double sum = 0.0;
+        for (int64_t j = 0; j < v; j++) {
+            r[j] = exp(r[j] - mx);
+            sum += r[j];
+        }
+        for (int64_t j = 0; j < v; j++) r[j] /= sum;
+        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
+        lse[i] = mx + log(sum);
+    }
+}
+
 void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm)
 {
     int64_t half = rope->R / 2;

@@ -108,6 +108,9 @@ void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64
  * y may be x (same strides). */
 void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const double *gamma, int64_t T,
                  int64_t n, double eps, const ref_numerics *nm);
+/* Row-wise causal softmax of s[m,nk] in place: row i over its first vis[i] entries (the rest get p = 0;
+ * vis[i] <= 0: all zero, lse -inf); lse[m] = ln sum exp(s). */
+void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk);
 /* In place RoPE of x[R] at position pos: pairs (2i, 2i+1), or (i, i + R/2) when halfsplit. */
 void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm);
 /* y[T,D] = W2(silu(W1 x) * W3 x), x[T,D], w1/w3 [inter,D], w2 [D,inter], with the profile's roundings. */
