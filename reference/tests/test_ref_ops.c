@@ -1,8 +1,8 @@
 /* test_ref_ops.c: the reference engine's own ops (ref_internal.h) against direct float64 evaluations
  * of mla-spec.md: attention in both forms (§b.2, §b.3) on small shapes with qk_nope != v_head_dim,
  * the LSE merge (§g.13), RoPE pairing (§c, and the rope-pairing fault), the paged cache through a
- * shuffled block table, and group-limited top-k routing (§d) on a hand-computed case. All in the
- * fp64 profile (no rounding), so agreement is to a few ulps. */
+ * shuffled block table, group-limited top-k routing (§d) on a hand-computed case, and the faults
+ * resolved into parameter values. All in the fp64 profile (no rounding), so agreement is to a few ulps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,12 +316,61 @@ static void test_route_group_limited(void **state)
     assert_close(w, want1, 2, "one-group weights");
 }
 
+/* ---- numerics and faults ------------------------------------------------------------------ */
+
+/* Each planted fault becomes its parameter value, and nothing else moves. */
+static void test_faults_resolve(void **state)
+{
+    (void)state;
+    mla_config cfg = {.qk_nope_head_dim = 12, .qk_rope_head_dim = 4, .routed_scaling_factor = 2.5, .has_yarn = 1,
+                      .rope_factor = 40, .mscale = 1, .mscale_all_dim = 1};
+    mla_run_opts o;
+    mla_run_opts_default(&o);
+    o.profile = MLA_PROFILE_BF16;
+    o.q_scale = 0.5; /* used by the fp8kv query only, never by the saturation fault */
+    ref_numerics nm, nm0;
+    ref_faults f, f0;
+    ref_numerics_resolve(&cfg, &o, &nm0, &f0);
+    assert_true(f0.softmax_scale == mla_config_softmax_scale(&cfg) && f0.softmax_scale > 1.1 / 4);
+    assert_true(f0.mask_slack == 0 && f0.rope_halfsplit == 0 && f0.lse_bf16 == 0 && f0.routed_scale == 2.5);
+    assert_true(nm0.round_bf16 && nm0.round_f32 && nm0.rope_fp32_angle && !nm0.fp8_linear && !nm0.q_fp8);
+
+    o.faults = MLA_FAULT(MLA_FAULT_ROPE_PAIRING);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(f.rope_halfsplit == 1 && f.mask_slack == 0 && f.softmax_scale == f0.softmax_scale);
+    o.faults = MLA_FAULT(MLA_FAULT_CAUSAL_OFF_BY_ONE);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(f.mask_slack == 1 && f.rope_halfsplit == 0);
+    o.faults = MLA_FAULT(MLA_FAULT_NO_MSCALE);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(f.softmax_scale == 0.25 && f.mask_slack == 0); /* (12 + 4)^-0.5 */
+    o.faults = MLA_FAULT(MLA_FAULT_ROUTED_SCALING);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(f.routed_scale == 1.0 && f.softmax_scale == f0.softmax_scale);
+    o.faults = MLA_FAULT(MLA_FAULT_LSE_BF16);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(f.lse_bf16 == 1 && f.routed_scale == 2.5);
+    o.faults = MLA_FAULT(MLA_FAULT_FP8_Q_SATURATION);
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(nm.q_fp8 == 1 && nm.q_fp8_type == MLA_E4M3FN && nm.q_fp8_scale == 1.0 && f.lse_bf16 == 0);
+
+    o.faults = 0; /* fp8kv with an fp8 query: the profile's own quantization, no fault */
+    o.profile = MLA_PROFILE_FP8KV;
+    o.fp8_query = 1;
+    o.fp8_kind = MLA_FP8_FNUZ;
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(nm.q_fp8 == 1 && nm.q_fp8_type == MLA_E4M3FNUZ && nm.q_fp8_scale == 0.5);
+    o.profile = MLA_PROFILE_FP64;
+    ref_numerics_resolve(&cfg, &o, &nm, &f);
+    assert_true(!nm.round_bf16 && !nm.round_f32 && !nm.rope_fp32_angle && !nm.q_fp8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_forms), cmocka_unit_test(test_lse_merge),
         cmocka_unit_test(test_rope_pairing),    cmocka_unit_test(test_paged_cache),
-        cmocka_unit_test(test_route_group_limited),
+        cmocka_unit_test(test_route_group_limited), cmocka_unit_test(test_faults_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
