@@ -2,7 +2,8 @@
  * profile decides where values are rounded (reference/NUMERICS.md, numerics.h).
  * Ops are pure functions in llm.c's shape: outputs first, then inputs, weights, dimensions and the
  * resolved numerics/faults; none sees the engine context. An op that allocates returns mla_status
- * (MLA_ERR_NOMEM naming the buffer); an op that cannot fail returns void. Shapes are outermost first. */
+ * (MLA_ERR_NOMEM naming the buffer); an op that cannot fail returns void. Shapes are outermost first.
+ * The matrix products (ref_matmul_*) keep BLAS order, output last. */
 #ifndef MLA_REF_INTERNAL_H
 #define MLA_REF_INTERNAL_H
 
