@@ -81,27 +81,6 @@ static void op_kv_row(const mla_attn_cache *kv, int C, int R, int32_t b, int64_t
     mla_kv_load_row_f64(k, src, row);
 }
 
-/* Row-wise masked softmax of s[m, nk] in place: row i keeps its first vis[i] entries (vis <= 0:
- * all zero, lse -inf). lse[i] = ln sum exp(s). */
-static void op_softmax(double *s, int64_t m, int64_t nk, const int64_t *vis, double *lse)
-{
-    for (int64_t i = 0; i < m; i++) {
-        double *r = s + i * nk;
-        int64_t v = vis[i] < nk ? vis[i] : nk;
-        if (v <= 0) {
-            memset(r, 0, (size_t)nk * sizeof(double));
-            lse[i] = -INFINITY;
-            continue;
-        }
-        double mx = r[0], sum = 0.0;
-        for (int64_t j = 1; j < v; j++) mx = r[j] > mx ? r[j] : mx;
-        for (int64_t j = 0; j < v; j++) sum += (r[j] = exp(r[j] - mx));
-        for (int64_t j = 0; j < v; j++) r[j] /= sum;
-        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
-        lse[i] = mx + log(sum);
-    }
-}
-
 /* ---- MQA ----------------------------------------------------------------------------------- */
 
 static mla_status ref_op_mqa(const mla_mqa_args *a)
@@ -144,7 +123,7 @@ static mla_status ref_op_mqa(const mla_mqa_args *a)
             ref_matmul_nt(qh, kc, H, L, S, s); /* [H, S] */
             for (int64_t k = 0; k < H * S; k++) s[k] *= a->softmax_scale;
             for (int64_t h = 0; h < H; h++) vis[h] = S - n + i + 1;
-            op_softmax(s, H, S, vis, lse);
+            ref_softmax_rows(s, lse, vis, H, S);
             if (S > 0) ref_matmul_nn(s, vc, H, S, C, o); /* [H, C] */
             for (int64_t k = 0; k < H * C; k++) a->out[t * H * C + k] = S > 0 ? (float)o[k] : 0.0f;
             for (int64_t h = 0; h < H; h++) a->lse[t * H + h] = (float)lse[h];
@@ -219,7 +198,7 @@ static mla_status ref_op_mha(const mla_mha_args *a)
                 for (int64_t k = 0; k < Dqk; k++) qh[i * Dqk + k] = a->q[((t0 + i) * H + h) * Dqk + k];
             ref_matmul_nt(qh, kh, n, Dqk, S, s); /* [n, S] */
             for (int64_t k = 0; k < n * S; k++) s[k] *= a->softmax_scale;
-            op_softmax(s, n, S, vis, lse);
+            ref_softmax_rows(s, lse, vis, n, S);
             ref_matmul_nn(s, vh, n, S, V, o); /* [n, V] */
             for (int64_t i = 0; i < n; i++) {
                 for (int64_t d = 0; d < V; d++) a->out[((t0 + i) * H + h) * V + d] = (float)o[i * V + d];

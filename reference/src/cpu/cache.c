@@ -104,6 +104,11 @@ static uint8_t *cache_row(const ref_cache *k, int seq, int64_t pos, int alloc)
     return k->blocks[pb] + (pos % k->block_size) * k->row_bytes;
 }
 
+const uint8_t *ref_cache_raw_row(const ref_ctx *c, int layer, int seq, int64_t pos)
+{
+    return cache_row(&c->cache[layer], seq, pos, 0);
+}
+
 static mla_dtype cache_fp8_type(const ref_ctx *c)
 {
     return c->opts.fp8_kind == MLA_FP8_FNUZ ? MLA_E4M3FNUZ : MLA_E4M3FN;

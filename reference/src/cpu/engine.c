@@ -1,5 +1,5 @@
-/* engine.c: the reference backend (the vtable of backend.h). The forward pass is a flat list of
- * op calls per layer; taps of the last call are kept in f64 (topk_ids in i32). */
+/* engine.c: the reference backend (the vtable of backend.h): create, load (numerics and faults
+ * resolved once, numerics.h), reset, read_tap, read_kv. The forward pass itself is forward.c. */
 #include "mla/ref_hook.h"
 #include "ref_internal.h"
 #include "mla/abi_check.h"
@@ -30,21 +30,9 @@ static int ref_supports(void *ctx, mla_feature f)
     const ref_engine *e = ctx;
     if (e && e->c.attn_ops && f >= MLA_FEAT_PROFILE_FP64 && f < MLA_FEAT_PROFILE_FP64 + MLA_PROFILE_COUNT)
         return ref_attn_delegate_supports(e->c.attn_ops, (mla_profile)(f - MLA_FEAT_PROFILE_FP64));
-    if (e && e->c.attn_ops && f == MLA_FEAT_FAULTS) return 0; /* mask/scale faults live in attention.c */
+    /* the mask and LSE faults act inside attention.c, which the operator replaces */
+    if (e && e->c.attn_ops && f == MLA_FEAT_FAULTS) return 0;
     return f < MLA_FEAT_COUNT;
-}
-
-static void ref_taps_clear(ref_ctx *c)
-{
-    for (int t = 0; t < MLA_TAP_COUNT; t++) {
-        mla_tensor_free(c->taps[t]);
-        c->taps[t] = NULL;
-    }
-    if (!c->ltaps) return;
-    for (int i = 0; i < c->cfg->num_hidden_layers * MLA_TAP_COUNT; i++) {
-        mla_tensor_free(c->ltaps[i]);
-        c->ltaps[i] = NULL;
-    }
 }
 
 static void ref_destroy(void *ctx)
@@ -93,12 +81,25 @@ static mla_status ref_load(void *ctx, mla_model *model, const mla_run_opts *opts
     if (c->opts.max_seqs <= 0) c->opts.max_seqs = 1;
     if (c->opts.max_seq_len <= 0) c->opts.max_seq_len = 4096;
     c->round = opts->profile != MLA_PROFILE_FP64;
+    ref_numerics_resolve(c->cfg, &c->opts, &c->nm, &c->faults);
+    const mla_config *cf = c->cfg;
+    c->ad = (ref_attn_dims){.H = cf->num_attention_heads, .P = cf->qk_nope_head_dim, .R = cf->qk_rope_head_dim,
+                            .V = cf->v_head_dim, .C = cf->kv_lora_rank};
+    c->moe = (ref_moe_cfg){
+        .D = cf->hidden_size, .E = cf->n_routed_experts, .K = cf->num_experts_per_tok,
+        .Im = cf->moe_intermediate_size, .n_shared = cf->n_shared_experts, .n_group = cf->n_group,
+        .topk_group = cf->topk_group, .group_limited = cf->topk_method != MLA_TOPK_GREEDY,
+        .sigmoid = cf->scoring_func == MLA_SCORE_SIGMOID, .norm_topk_prob = cf->norm_topk_prob,
+        .routed_scale = c->faults.routed_scale,
+    };
     int L = c->cfg->num_hidden_layers;
     c->layers = calloc((size_t)L, sizeof *c->layers);
     c->ltaps = calloc((size_t)L * MLA_TAP_COUNT, sizeof *c->ltaps);
     c->inv_freq = malloc((size_t)(c->cfg->qk_rope_head_dim / 2 + 1) * sizeof(double));
     if (!c->layers || !c->ltaps || !c->inv_freq) return mla_errorf(MLA_ERR_NOMEM, "reference: load");
     mla_config_inv_freq(c->cfg, c->inv_freq);
+    c->rope = (ref_rope_table){.R = cf->qk_rope_head_dim, .inv_freq = c->inv_freq,
+                               .mag = mla_config_rope_attn_factor(cf)};
     int64_t total = 0;
     for (int l = 0; l < L; l++) total += layer_param_count(c->cfg, l) * (int64_t)sizeof(double);
     e->stream_weights = total > REF_RESIDENT_BYTES;
@@ -107,6 +108,8 @@ static mla_status ref_load(void *ctx, mla_model *model, const mla_run_opts *opts
     return ref_cache_init(c);
 }
 
+int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->nm.fp8_linear; }
+
 static mla_status ref_reset(void *ctx)
 {
     ref_ctx *c = &((ref_engine *)ctx)->c;
@@ -114,25 +117,6 @@ static mla_status ref_reset(void *ctx)
     memset(c->seq_len, 0, (size_t)c->opts.max_seqs * sizeof *c->seq_len);
     ref_taps_clear(c);
     return MLA_OK;
-}
-
-/* A new f64 (or i32) tap tensor for this call, kept in the context. */
-static double *tap_new(ref_ctx *c, int layer, mla_tap tap, int64_t T)
-{
-    int64_t shape[MLA_MAX_DIMS];
-    int nd = mla_tap_shape(tap, c->cfg, T, shape);
-    mla_tensor *t = NULL;
-    mla_dtype dt = tap == MLA_TAP_TOPK_IDS ? MLA_I32 : MLA_F64;
-    if (mla_tensor_new(&t, dt, nd, shape, mla_tap_name(tap))) return NULL;
-    if (mla_tap_is_layer(tap)) {
-        mla_tensor **slot = &c->ltaps[layer * MLA_TAP_COUNT + tap];
-        mla_tensor_free(*slot);
-        *slot = t;
-    } else {
-        mla_tensor_free(c->taps[tap]);
-        c->taps[tap] = t;
-    }
-    return t->data;
 }
 
 /* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
@@ -146,153 +130,16 @@ static mla_status check_batch(const ref_ctx *c, const mla_batch *b)
     return mla_batch_validate("reference", b, &lim);
 }
 
-#define TAP(var, layer, tap)                                                         \
-    double *var = tap_new(c, layer, tap, T);                                         \
-    if (!var) {                                                                      \
-        st = mla_errorf(MLA_ERR_NOMEM, "reference: tap %s", mla_tap_name(tap));       \
-        goto done;                                                                   \
-    }
-
-/* One transformer layer over the batch; x[T,D] is updated in place to the layer output. */
-static mla_status ref_layer_forward(ref_ctx *c, int l, const mla_batch *b, const int64_t *pos,
-                                    int absorbed, double *x, int64_t T)
+/* A forward call: the batch checked against this context, then the flat pass of forward.c. */
+static mla_status ref_forward_checked(ref_engine *e, const mla_batch *b, int absorbed)
 {
-    const mla_config *cf = c->cfg;
-    const ref_layer *lw = &c->layers[l];
-    int64_t D = cf->hidden_size, H = cf->num_attention_heads, P = cf->qk_nope_head_dim;
-    int64_t R = cf->qk_rope_head_dim, V = cf->v_head_dim, C = cf->kv_lora_rank, Dqk = P + R;
-    int64_t Lq = cf->q_lora_rank;
-    mla_status st = MLA_OK;
-    double *q = malloc((size_t)(T * H * Dqk) * sizeof(double));
-    double *cq = malloc((size_t)(T * (Lq ? Lq : 1)) * sizeof(double));
-    double *kva = malloc((size_t)(T * (C + R)) * sizeof(double));
-    double *hbuf = malloc((size_t)(T * D) * sizeof(double));
-    if (!q || !cq || !kva || !hbuf) {
-        st = mla_errorf(MLA_ERR_NOMEM, "reference: layer %d activations", l);
-        goto done;
-    }
-    TAP(attn_norm, l, MLA_TAP_ATTN_NORM);
-    ref_rmsnorm(c, x, D, lw->attn_norm, T, D, cf->rms_norm_eps, attn_norm, D);
-    if (Lq) {
-        ref_linear(c, attn_norm, lw->q_a, T, D, Lq, 1, cq);
-        ref_rmsnorm(c, cq, Lq, lw->q_a_norm, T, Lq, cf->rms_norm_eps, cq, Lq);
-        ref_linear(c, cq, lw->q_b, T, Lq, H * Dqk, 1, q);
-    } else {
-        ref_linear(c, attn_norm, lw->q, T, D, H * Dqk, 1, q);
-    }
-    ref_linear(c, attn_norm, lw->kv_a, T, D, C + R, 1, kva);
-    TAP(kv_c, l, MLA_TAP_KV_C);
-    TAP(k_pe, l, MLA_TAP_K_PE);
-    ref_rmsnorm(c, kva, C + R, lw->kv_a_norm, T, C, cf->rms_norm_eps, kv_c, C);
-    for (int64_t t = 0; t < T; t++) {
-        memcpy(k_pe + t * R, kva + t * (C + R) + C, (size_t)R * sizeof(double));
-        ref_rope(c, k_pe + t * R, pos[t]);
-        for (int64_t h = 0; h < H; h++) ref_rope(c, q + (t * H + h) * Dqk + P, pos[t]);
-    }
-    TAP(q_nope, l, MLA_TAP_Q_NOPE);
-    TAP(q_pe, l, MLA_TAP_Q_PE);
-    for (int64_t i = 0; i < T * H; i++) {
-        memcpy(q_nope + i * P, q + i * Dqk, (size_t)P * sizeof(double));
-        memcpy(q_pe + i * R, q + i * Dqk + P, (size_t)R * sizeof(double));
-    }
-    TAP(core, l, MLA_TAP_ATTN_CORE);
-    TAP(lse, l, MLA_TAP_LSE);
-    double *q_abs = absorbed ? tap_new(c, l, MLA_TAP_Q_ABSORBED, T) : NULL;
-    if (absorbed && !q_abs) {
-        st = mla_errorf(MLA_ERR_NOMEM, "reference: tap q_absorbed");
-        goto done;
-    }
-    if (!absorbed) { /* a tap of the other form must not survive from an earlier call */
-        mla_tensor_free(c->ltaps[l * MLA_TAP_COUNT + MLA_TAP_Q_ABSORBED]);
-        c->ltaps[l * MLA_TAP_COUNT + MLA_TAP_Q_ABSORBED] = NULL;
-    }
-    for (int s = 0, t0 = 0; s < b->n_seqs; t0 += b->n_new[s], s++) {
-        int seq = b->seq_ids[s], n = b->n_new[s];
-        int64_t np = b->n_past[s];
-        if (c->attn_ops) { /* hybrid: the operator reads the new rows from the cache too */
-            for (int i = 0; i < n; i++)
-                if ((st = ref_cache_write(c, l, seq, np + i, kv_c + (t0 + i) * C, k_pe + (t0 + i) * R)))
-                    goto done;
-            st = absorbed ? ref_attn_mqa_delegate(c, l, seq, np, n, q + t0 * H * Dqk, q_abs + t0 * H * C,
-                                                  core + t0 * H * V, lse + t0 * H)
-                          : ref_attn_mha_delegate(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C,
-                                                  k_pe + t0 * R, core + t0 * H * V, lse + t0 * H);
-            if (st) goto done;
-            continue;
-        }
-        if (!absorbed && (st = ref_attn_mha(c, l, seq, np, n, q + t0 * H * Dqk, kv_c + t0 * C, k_pe + t0 * R,
-                                            core + t0 * H * V, lse + t0 * H)))
-            goto done;
-        for (int i = 0; i < n; i++)
-            if ((st = ref_cache_write(c, l, seq, np + i, kv_c + (t0 + i) * C, k_pe + (t0 + i) * R)))
-                goto done;
-        if (absorbed && (st = ref_attn_mqa(c, l, seq, np, n, q + t0 * H * Dqk, q_abs + t0 * H * C,
-                                           core + t0 * H * V, lse + t0 * H)))
-            goto done;
-    }
-    TAP(attn_out, l, MLA_TAP_ATTN_OUT);
-    ref_linear(c, core, lw->o, T, H * V, D, 1, attn_out);
-    for (int64_t i = 0; i < T * D; i++) hbuf[i] = ref_rnd(c, x[i] + attn_out[i]);
-    TAP(ffn_norm, l, MLA_TAP_FFN_NORM);
-    ref_rmsnorm(c, hbuf, D, lw->ffn_norm, T, D, cf->rms_norm_eps, ffn_norm, D);
-    TAP(ffn_out, l, MLA_TAP_FFN_OUT);
-    if (mla_config_is_moe_layer(cf, l)) {
-        TAP(rl, l, MLA_TAP_ROUTER_LOGITS);
-        TAP(ids, l, MLA_TAP_TOPK_IDS);
-        TAP(tw, l, MLA_TAP_TOPK_WEIGHTS);
-        ref_moe(c, lw, ffn_norm, T, rl, (int32_t *)ids, tw, ffn_out);
-    } else {
-        ref_mlp(c, ffn_norm, T, lw->w1, lw->w2, lw->w3, cf->intermediate_size, ffn_out);
-    }
-    TAP(out, l, MLA_TAP_OUT);
-    for (int64_t i = 0; i < T * D; i++) x[i] = out[i] = ref_rnd(c, hbuf[i] + ffn_out[i]);
-done:
-    free(q);
-    free(cq);
-    free(kva);
-    free(hbuf);
-    return st;
-}
-
-static mla_status ref_forward(ref_engine *e, const mla_batch *b, int absorbed)
-{
-    ref_ctx *c = &e->c;
-    mla_status st = check_batch(c, b);
+    mla_status st = check_batch(&e->c, b);
     if (st) return st;
-    const mla_config *cf = c->cfg;
-    int64_t T = mla_batch_tokens(b), D = cf->hidden_size, N = cf->vocab_size;
-    ref_taps_clear(c);
-    double *x = malloc((size_t)(T * D + 1) * sizeof(double));
-    int64_t *pos = malloc((size_t)(T + 1) * sizeof(int64_t));
-    if (!x || !pos) {
-        st = mla_errorf(MLA_ERR_NOMEM, "reference: activations");
-        goto done;
-    }
-    for (int s = 0, t = 0; s < b->n_seqs; s++)
-        for (int i = 0; i < b->n_new[s]; i++, t++) pos[t] = b->n_past[s] + i;
-    TAP(embed, 0, MLA_TAP_EMBED);
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t d = 0; d < D; d++) x[t * D + d] = embed[t * D + d] = c->embed[(int64_t)b->tokens[t] * D + d];
-    for (int l = 0; l < cf->num_hidden_layers; l++) {
-        if ((st = ref_layer_load(c, l))) goto done;
-        st = ref_layer_forward(c, l, b, pos, absorbed, x, T);
-        if (e->stream_weights) ref_layer_release(c, l);
-        if (st) goto done;
-    }
-    TAP(fin, 0, MLA_TAP_FINAL_NORM);
-    ref_rmsnorm(c, x, D, c->final_norm, T, D, cf->rms_norm_eps, fin, D);
-    TAP(logits, 0, MLA_TAP_LOGITS);
-    ref_matmul_nt_batch(fin, c->lm_head, T, D, N, logits);
-    ref_rnd32_vec(c, logits, T * N);
-    for (int s = 0; s < b->n_seqs; s++) c->seq_len[b->seq_ids[s]] += b->n_new[s];
-done:
-    free(x);
-    free(pos);
-    return st;
+    return ref_forward(&e->c, b, absorbed, e->stream_weights);
 }
 
-static mla_status ref_forward_mha(void *ctx, const mla_batch *b) { return ref_forward(ctx, b, 0); }
-static mla_status ref_forward_mqa(void *ctx, const mla_batch *b) { return ref_forward(ctx, b, 1); }
+static mla_status ref_forward_mha(void *ctx, const mla_batch *b) { return ref_forward_checked(ctx, b, 0); }
+static mla_status ref_forward_mqa(void *ctx, const mla_batch *b) { return ref_forward_checked(ctx, b, 1); }
 
 static mla_status ref_read_tap(void *ctx, int layer, mla_tap tap, mla_tensor **out)
 {

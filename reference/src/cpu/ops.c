@@ -10,23 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double ref_rnd(const ref_ctx *c, double x) { return c->round ? mla_round_bf16(x) : x; }
-double ref_rnd32(const ref_ctx *c, double x) { return c->round ? mla_round_f32(x) : x; }
-
-void ref_rnd_vec(const ref_ctx *c, double *x, int64_t n)
-{
-    if (!c->round) return;
-    for (int64_t i = 0; i < n; i++) x[i] = mla_round_bf16(x[i]);
-}
-
-void ref_rnd32_vec(const ref_ctx *c, double *x, int64_t n)
-{
-    if (!c->round) return;
-    for (int64_t i = 0; i < n; i++) x[i] = mla_round_f32(x[i]);
-}
-
-int ref_is_fp8_linear_profile(const ref_ctx *c) { return c->opts.profile == MLA_PROFILE_FP8W; }
-
 /* Matrix products: bitwise identical whatever the thread count. OpenBLAS's own threading changes
  * which micro-kernels (FMA or not, edge kernels) produce an element, so it runs single-threaded here
  * and we split the output into column tiles of a FIXED width: each element is always computed by the
@@ -172,12 +155,17 @@ void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64
 }
 
 /* x[T,K] -> dequantized 1x128 e4m3 activations (DeepSeek act_quant), in place. */
-static void ref_act_quant_inplace(double *x, int64_t T, int64_t K)
+static mla_status ref_act_quant_inplace(double *x, int64_t T, int64_t K)
 {
     int64_t groups = (K + 127) / 128;
-    float *xf = malloc((size_t)K * sizeof(float));
-    uint8_t *code = malloc((size_t)K);
-    float *scale = malloc((size_t)groups * sizeof(float));
+    float *xf = malloc((size_t)(K + 1) * sizeof(float));
+    uint8_t *code = malloc((size_t)K + 1);
+    float *scale = malloc((size_t)(groups + 1) * sizeof(float));
+    mla_status st = MLA_OK;
+    if (!xf || !code || !scale) {
+        st = mla_errorf(MLA_ERR_NOMEM, "reference: fp8 activation quantization of a row of %lld", (long long)K);
+        goto done;
+    }
     for (int64_t t = 0; t < T; t++) {
         double *row = x + t * K;
         for (int64_t k = 0; k < K; k++) xf[k] = (float)row[k];
@@ -185,70 +173,105 @@ static void ref_act_quant_inplace(double *x, int64_t T, int64_t K)
         for (int64_t k = 0; k < K; k++)
             row[k] = (double)mla_e4m3fn_to_f32(code[k]) * (double)scale[k / 128];
     }
+done:
     free(xf);
     free(code);
     free(scale);
+    return st;
 }
 
-void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, int64_t K, int64_t N,
-                int fp8, double *y)
+mla_status ref_linear(double *y, const double *x, const double *w, int64_t T, int64_t K, int64_t N, int fp8,
+                      const ref_numerics *nm)
 {
-    if (fp8 && ref_is_fp8_linear_profile(c)) {
-        double *xq = malloc((size_t)(T * K) * sizeof(double));
+    if (fp8 && nm->fp8_linear) {
+        double *xq = malloc((size_t)(T * K + 1) * sizeof(double));
+        if (!xq)
+            return mla_errorf(MLA_ERR_NOMEM, "reference: fp8 linear input [%lld,%lld]", (long long)T, (long long)K);
         memcpy(xq, x, (size_t)(T * K) * sizeof(double));
-        ref_act_quant_inplace(xq, T, K);
-        ref_matmul_nt_batch(xq, w, T, K, N, y);
+        mla_status st = ref_act_quant_inplace(xq, T, K);
+        if (!st) ref_matmul_nt_batch(xq, w, T, K, N, y);
         free(xq);
+        if (st) return st;
     } else {
         ref_matmul_nt_batch(x, w, T, K, N, y);
     }
-    ref_rnd_vec(c, y, T * N);
+    ref_rnd_vec(nm, y, T * N);
+    return MLA_OK;
 }
 
-void ref_rmsnorm(const ref_ctx *c, const double *x, int64_t ldx, const double *gamma, int64_t T,
-                 int64_t n, double eps, double *y, int64_t ldy)
+void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const double *gamma, int64_t T,
+                 int64_t n, double eps, const ref_numerics *nm)
 {
     for (int64_t t = 0; t < T; t++) {
         const double *xr = x + t * ldx;
         double ss = 0.0;
         for (int64_t i = 0; i < n; i++) ss += xr[i] * xr[i];
         double inv = 1.0 / sqrt(ss / (double)n + eps);
-        for (int64_t i = 0; i < n; i++) y[t * ldy + i] = ref_rnd(c, gamma[i] * (xr[i] * inv));
+        for (int64_t i = 0; i < n; i++) y[t * ldy + i] = ref_rnd(nm, gamma[i] * (xr[i] * inv));
     }
 }
 
-void ref_rope(const ref_ctx *c, double *x, int64_t pos)
+/* Row-wise softmax of s[m,nk] in place over the first vis[i] entries (the rest get p = 0).
+ * lse[i] = ln sum exp(s). */
+void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk)
 {
-    int R = c->cfg->qk_rope_head_dim, half = R / 2;
-    double mag = mla_config_rope_attn_factor(c->cfg);
-    int halfsplit = (c->opts.faults & MLA_FAULT(MLA_FAULT_ROPE_PAIRING)) != 0;
-    for (int i = 0; i < half; i++) {
-        double ang;
-        if (c->round) /* a GPU forms the angle in fp32 */
-            ang = (double)((float)pos * (float)c->inv_freq[i]);
-        else
-            ang = (double)pos * c->inv_freq[i];
-        double cs = cos(ang) * mag, sn = sin(ang) * mag;
-        int a = halfsplit ? i : 2 * i, b = halfsplit ? i + half : 2 * i + 1;
+    for (int64_t i = 0; i < m; i++) {
+        double *r = s + i * nk;
+        int64_t v = vis[i] < nk ? vis[i] : nk;
+        if (v <= 0) {
+            memset(r, 0, (size_t)nk * sizeof(double));
+            lse[i] = -INFINITY;
+            continue;
+        }
+        double mx = r[0];
+        for (int64_t j = 1; j < v; j++)
+            if (r[j] > mx) mx = r[j];
+        double sum = 0.0;
+        for (int64_t j = 0; j < v; j++) {
+            r[j] = exp(r[j] - mx);
+            sum += r[j];
+        }
+        for (int64_t j = 0; j < v; j++) r[j] /= sum;
+        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
+        lse[i] = mx + log(sum);
+    }
+}
+
+void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm)
+{
+    int64_t half = rope->R / 2;
+    /* pair i is (i * stride, i * stride + offset): interleaved (2i, 2i+1), or half-split (i, i + R/2) */
+    int64_t stride = halfsplit ? 1 : 2, offset = halfsplit ? half : 1;
+    for (int64_t i = 0; i < half; i++) {
+        double ang = nm->rope_fp32_angle ? (double)((float)pos * (float)rope->inv_freq[i])
+                                         : (double)pos * rope->inv_freq[i];
+        double cs = cos(ang) * rope->mag, sn = sin(ang) * rope->mag;
+        int64_t a = i * stride, b = a + offset;
         double x0 = x[a], x1 = x[b];
-        x[a] = ref_rnd(c, x0 * cs - x1 * sn);
-        x[b] = ref_rnd(c, x0 * sn + x1 * cs);
+        x[a] = ref_rnd(nm, x0 * cs - x1 * sn);
+        x[b] = ref_rnd(nm, x0 * sn + x1 * cs);
     }
 }
 
-void ref_mlp(const ref_ctx *c, const double *x, int64_t T, const double *w1, const double *w2,
-             const double *w3, int64_t inter, double *y)
+mla_status ref_mlp(double *y, const double *x, const double *w1, const double *w2, const double *w3, int64_t T,
+                   int64_t D, int64_t inter, const ref_numerics *nm)
 {
-    int64_t D = c->cfg->hidden_size;
-    double *g = malloc((size_t)(T * inter) * sizeof(double));
-    double *u = malloc((size_t)(T * inter) * sizeof(double));
-    ref_linear(c, x, w1, T, D, inter, 1, g);
-    ref_linear(c, x, w3, T, D, inter, 1, u);
+    double *g = malloc((size_t)(T * inter + 1) * sizeof(double));
+    double *u = malloc((size_t)(T * inter + 1) * sizeof(double));
+    mla_status st = MLA_OK;
+    if (!g || !u) {
+        st = mla_errorf(MLA_ERR_NOMEM, "reference: MLP hidden [%lld,%lld]", (long long)T, (long long)inter);
+        goto done;
+    }
+    if ((st = ref_linear(g, x, w1, T, D, inter, 1, nm))) goto done;
+    if ((st = ref_linear(u, x, w3, T, D, inter, 1, nm))) goto done;
     for (int64_t i = 0; i < T * inter; i++) {
         double s = g[i] / (1.0 + exp(-g[i]));
-        g[i] = ref_rnd(c, s * u[i]);
+        g[i] = ref_rnd(nm, s * u[i]);
     }
-    ref_linear(c, g, w2, T, inter, D, 1, y);
+    st = ref_linear(y, g, w2, T, inter, D, 1, nm);
+done:
     free(g);
     free(u);
+    return st;
 }

@@ -1,11 +1,16 @@
-/* ref_internal.h: the scalar CPU reference engine's context and its ops (one pure function per op).
- * Everything is double; the profile decides where values are rounded (reference/NUMERICS.md). */
+/* ref_internal.h: the scalar CPU reference engine's context and its ops. Everything is double; the
+ * profile decides where values are rounded (reference/NUMERICS.md, numerics.h).
+ * Ops are pure functions in llm.c's shape: outputs first, then inputs, weights, dimensions and the
+ * resolved numerics/faults; none sees the engine context. An op that allocates returns mla_status
+ * (MLA_ERR_NOMEM naming the buffer); an op that cannot fail returns void. Shapes are outermost first.
+ * The matrix products (ref_matmul_*) keep BLAS order, output last. */
 #ifndef MLA_REF_INTERNAL_H
 #define MLA_REF_INTERNAL_H
 
 #include "mla/attn_op.h"
 #include "mla/backend.h"
 #include "mla/quant.h"
+#include "numerics.h"
 
 /* Per-layer weights in double, already rounded/quantized as the profile stores them. */
 typedef struct ref_layer {
@@ -31,11 +36,45 @@ typedef struct ref_cache {
     int32_t *table;    /* [max_seqs * blocks_per_seq] physical block of each logical block */
 } ref_cache;
 
+/* Attention dimensions (mla-spec.md §a names). */
+typedef struct ref_attn_dims {
+    int64_t H; /* heads */
+    int64_t P; /* qk_nope_head_dim */
+    int64_t R; /* qk_rope_head_dim */
+    int64_t V; /* v_head_dim */
+    int64_t C; /* kv_lora_rank */
+} ref_attn_dims;
+
+/* RoPE of one run: R dims, inv_freq[R/2] (borrowed), the cos/sin magnitude (attention_factor). */
+typedef struct ref_rope_table {
+    int64_t R;
+    const double *inv_freq;
+    double mag;
+} ref_rope_table;
+
+/* MoE shape and routing rule of one run (mla-spec.md §d). */
+typedef struct ref_moe_cfg {
+    int64_t D, E, K;      /* hidden, routed experts, experts per token */
+    int64_t Im;           /* expert width; the shared experts are one MLP of width Im * n_shared */
+    int64_t n_shared;
+    int n_group;          /* expert groups; group-limited routing when > 1 and group_limited */
+    int topk_group;       /* groups kept */
+    int group_limited;    /* topk_method is not greedy */
+    int sigmoid;          /* scores: sigmoid of the logits (else softmax) */
+    int norm_topk_prob;   /* renormalize the K weights to sum 1 */
+    double routed_scale;  /* routed_scaling_factor (ref_faults.routed_scale) */
+} ref_moe_cfg;
+
 typedef struct ref_ctx {
     mla_model *model;
     const mla_config *cfg;
     mla_run_opts opts;
-    int round;             /* 0 for fp64, 1 when activations are stored as bf16/f32 */
+    int round;             /* weights stored bf16-rounded (every profile but fp64; weights.c) */
+    ref_numerics nm;       /* resolved at load */
+    ref_faults faults;     /* resolved at load */
+    ref_attn_dims ad;
+    ref_rope_table rope;
+    ref_moe_cfg moe;
     ref_layer *layers;     /* [L] */
     double *embed;         /* [N,D] */
     double *final_norm;    /* [D] */
@@ -48,17 +87,14 @@ typedef struct ref_ctx {
     const mla_attn_ops *attn_ops; /* non-NULL: attention core delegated (ref_hook.h, attn_delegate.c) */
 } ref_ctx;
 
-/* ---- rounding at storage points ---- */
-double ref_rnd(const ref_ctx *c, double x);   /* bf16 storage point */
-double ref_rnd32(const ref_ctx *c, double x); /* f32 storage point */
-void ref_rnd_vec(const ref_ctx *c, double *x, int64_t n);
-void ref_rnd32_vec(const ref_ctx *c, double *x, int64_t n);
+/* 1 under fp8w (weights.c: which linears are block-fp8 quantized). */
 int ref_is_fp8_linear_profile(const ref_ctx *c);
 
 /* ---- ops (ops.c) ---- */
-/* y[T,N] = x[T,K] . W[N,K]^T, then rounded to bf16 (profile). fp8 = 1: x is 1x128 act-quantized first. */
-void ref_linear(const ref_ctx *c, const double *x, const double *w, int64_t T, int64_t K, int64_t N,
-                int fp8, double *y);
+/* y[T,N] = x[T,K] . W[N,K]^T, then rounded to bf16 (profile). fp8 = 1 and nm->fp8_linear: x is 1x128
+ * act-quantized first. */
+mla_status ref_linear(double *y, const double *x, const double *w, int64_t T, int64_t K, int64_t N, int fp8,
+                      const ref_numerics *nm);
 /* fn(arg, i) for i in [0, n) on the reference's threads; tasks must be independent. Matrix products
  * inside a task run single-threaded with the same tiles, so results do not depend on the split. */
 void ref_parallel_for(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
@@ -69,14 +105,18 @@ void ref_matmul_nt(const double *a, const double *b, int64_t M, int64_t K, int64
 void ref_matmul_nt_batch(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
 /* Plain y[M,N] = a[M,K] . b[K,N]. */
 void ref_matmul_nn(const double *a, const double *b, int64_t M, int64_t K, int64_t N, double *y);
-/* y[T,n] = gamma * x / sqrt(mean(x^2) + eps), x row stride ldx; one rounding. */
-void ref_rmsnorm(const ref_ctx *c, const double *x, int64_t ldx, const double *gamma, int64_t T,
-                 int64_t n, double eps, double *y, int64_t ldy);
-/* In-place RoPE of x[R] at position pos (interleaved pairs; half-split with the rope fault). */
-void ref_rope(const ref_ctx *c, double *x, int64_t pos);
-/* y[T,D] = W2(silu(W1 x) * W3 x) with the profile's roundings; inter = hidden width. */
-void ref_mlp(const ref_ctx *c, const double *x, int64_t T, const double *w1, const double *w2,
-             const double *w3, int64_t inter, double *y);
+/* y[T,n] (row stride ldy) = gamma[n] * x / sqrt(mean(x^2) + eps), x[T,n] row stride ldx; one rounding.
+ * y may be x (same strides). */
+void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const double *gamma, int64_t T,
+                 int64_t n, double eps, const ref_numerics *nm);
+/* Row-wise causal softmax of s[m,nk] in place: row i over its first vis[i] entries (the rest get p = 0;
+ * vis[i] <= 0: all zero, lse -inf); lse[m] = ln sum exp(s). */
+void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk);
+/* In place RoPE of x[R] at position pos: pairs (2i, 2i+1), or (i, i + R/2) when halfsplit. */
+void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm);
+/* y[T,D] = W2(silu(W1 x) * W3 x), x[T,D], w1/w3 [inter,D], w2 [D,inter], with the profile's roundings. */
+mla_status ref_mlp(double *y, const double *x, const double *w1, const double *w2, const double *w3, int64_t T,
+                   int64_t D, int64_t inter, const ref_numerics *nm);
 
 /* ---- cache (cache.c) ---- */
 mla_status ref_cache_init(ref_ctx *c);
@@ -86,36 +126,65 @@ mla_status ref_cache_write(ref_ctx *c, int layer, int seq, int64_t pos, const do
                            const double *k_pe);
 /* Read token pos of seq dequantized into row[C+R]. */
 void ref_cache_read(const ref_ctx *c, int layer, int seq, int64_t pos, double *row);
+/* The stored bytes of token pos of seq (row_bytes of them), or NULL when its block was never written. */
+const uint8_t *ref_cache_raw_row(const ref_ctx *c, int layer, int seq, int64_t pos);
 
 /* ---- attention (attention.c) ---- */
-/* Naive form over cached context [0, n_past) + the new tokens (causal), LSE-merged.
- * q[n,H,P+R] (q_pe roped), kv_c_new[n,C], k_pe_new[n,R] -> core[n,H,V], lse[n,H]. */
-mla_status ref_attn_mha(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                        const double *kv_c_new, const double *k_pe_new, double *core, double *lse);
-/* Absorbed form over the paged cache rows [0, n_past+n) (the new rows already written).
- * q[n,H,P+R] -> q_abs[n,H,C], core[n,H,V], lse[n,H]. */
-mla_status ref_attn_mqa(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n, const double *q,
-                        double *q_abs, double *core, double *lse);
-/* Softmax scale with the fault applied. */
-double ref_softmax_scale(const ref_ctx *c);
+/* LSE merge of two partial attentions (mla-spec.md §g.13): oa[dv], *la become the merge of (oa, la) and
+ * (ob, lb); a -inf part contributes nothing. lse_bf16: the LSEs are read bf16-rounded (the fault). */
+void ref_lse_merge(double *oa, double *la, const double *ob, const double *lb, int64_t dv, int lse_bf16,
+                   const ref_numerics *nm);
+/* Naive form of one sequence: context ctx[n_past, C+R] (cache rows, dequantized) + the n new tokens
+ * (causal), attended separately and LSE-merged, as chunked prefill over a cache does.
+ * q[n,H,P+R] (q_pe roped), kv_c_new[n,C], k_pe_new[n,R], kv_b[H*(P+V),C] -> core[n,H,V], lse[n,H]. */
+mla_status ref_attn_mha(double *core, double *lse, const double *q, const double *kv_c_new,
+                        const double *k_pe_new, const double *ctx, int64_t n_past, int64_t n,
+                        const double *kv_b, ref_attn_dims d, const ref_numerics *nm, const ref_faults *f);
+/* Absorbed form of one sequence over rows[n_past+n, C+R] (cache rows, the new ones included).
+ * q[n,H,P+R], kv_b[H*(P+V),C] -> q_abs[n,H,C], core[n,H,V], lse[n,H]. */
+mla_status ref_attn_mqa(double *core, double *lse, double *q_abs, const double *q, const double *rows,
+                        int64_t n_past, int64_t n, const double *kv_b, ref_attn_dims d, const ref_numerics *nm,
+                        const ref_faults *f);
 /* The absorbed decode query: q_abs[n,H,C] = bf16(q_nope . W_UK) per head, qf[n*H, C+R] = [q_abs | q_pe]
- * rows (t, h), quantized to fp8 and back when the profile (fp8_query) or the saturation fault says so. */
-mla_status ref_mqa_query(const ref_ctx *c, int layer, int64_t n, const double *q, double *q_abs, double *qf);
+ * rows (t, h), through fp8 and back when nm->q_fp8. */
+mla_status ref_mqa_query(double *q_abs, double *qf, const double *q, int64_t n, const double *kv_b,
+                         ref_attn_dims d, const ref_numerics *nm);
 
-/* ---- delegated attention (attn_delegate.c): same contracts as above, through c->attn_ops.
- * Both read the new tokens' rows from the cache, so the caller writes them first. ---- */
-mla_status ref_attn_mha_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
-                                 const double *q, const double *kv_c_new, const double *k_pe_new,
-                                 double *core, double *lse);
-mla_status ref_attn_mqa_delegate(const ref_ctx *c, int layer, int seq, int64_t n_past, int64_t n,
-                                 const double *q, double *q_abs, double *core, double *lse);
+/* ---- delegated attention (attn_delegate.c): the contracts of ref_attn_mqa / ref_attn_mha, through
+ * an attn_op.h operator over kv, the sequence's cache in the operator's format (ref_attn_pool_build:
+ * the new tokens' rows included, so the caller writes them to the cache first). ---- */
+typedef struct ref_attn_pool {
+    uint8_t *data;     /* [num_blocks, page_size, row bytes]; unused rows NaN */
+    int32_t *table;    /* identity block table */
+    mla_attn_cache kv; /* views of data and table */
+} ref_attn_pool;
+/* Rows [0, S) of seq in layer's cache, in the format the operator reads for c's profile. */
+mla_status ref_attn_pool_build(ref_attn_pool *p, const ref_ctx *c, int layer, int seq, int64_t S);
+void ref_attn_pool_free(ref_attn_pool *p);
+mla_status ref_attn_mha_delegate(double *core, double *lse, const double *q, const double *kv_c_new,
+                                 const double *k_pe_new, int64_t n_past, int64_t n, const mla_attn_cache *kv,
+                                 const double *kv_b, ref_attn_dims d, const ref_numerics *nm, const ref_faults *f,
+                                 const mla_attn_ops *ops);
+mla_status ref_attn_mqa_delegate(double *core, double *lse, double *q_abs, const double *q, int64_t n_past,
+                                 int64_t n, const mla_attn_cache *kv, const double *kv_b, ref_attn_dims d,
+                                 const ref_numerics *nm, const ref_faults *f, const mla_attn_ops *ops);
 /* 1 when c->attn_ops can serve profile p (its cache format and both entries). */
 int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p);
 
 /* ---- MoE (moe.c) ---- */
-/* x[T,D] -> y[T,D]; router_logits[T,E], ids[T,K], weights[T,K]. */
-void ref_moe(const ref_ctx *c, const ref_layer *lw, const double *x, int64_t T, double *router_logits,
-             int32_t *ids, double *weights, double *y);
+/* Routing of one token: logits[E], bias[E] (e_score_correction_bias or NULL) -> ids[K], w[K]. */
+mla_status ref_moe_route(int32_t *ids, double *w, const double *logits, const double *bias,
+                         const ref_moe_cfg *m, const ref_numerics *nm);
+/* x[T,D] -> y[T,D] through the router and experts of lw; router_logits[T,E], ids[T,K], weights[T,K]. */
+mla_status ref_moe(double *y, double *router_logits, int32_t *ids, double *weights, const double *x, int64_t T,
+                   const ref_layer *lw, const ref_moe_cfg *m, const ref_numerics *nm);
+
+/* ---- forward pass (forward.c) ---- */
+/* One call over a batch already validated: every tap of the call made anew in c, the cache extended.
+ * stream_weights: each layer's weights are released after use. */
+mla_status ref_forward(ref_ctx *c, const mla_batch *b, int absorbed, int stream_weights);
+/* Frees every tap of the last call. */
+void ref_taps_clear(ref_ctx *c);
 
 /* ---- weights (weights.c) ---- */
 mla_status ref_layer_load(ref_ctx *c, int l);
