@@ -15,6 +15,7 @@
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 #include "mla/attn_op.h"
+#include "mla_ref/ref.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 #include "mla/dtype.h"
 #include "mla/quant.h"
 #include "mla/weights.h"
+#include "mla_model/model.h"
 #include "mla_gpu.h"
 
 mla_status gpu_forward_mha(void *vctx, const mla_batch *b);

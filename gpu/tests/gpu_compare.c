@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "mla/backend.h"
+#include "mla_model/model.h"
+#include "mla_ref/ref.h"
 #include "mla_gpu.h"
 
 #define GATE_REL_L2 1e-2

@@ -10,6 +10,7 @@
 
 #include "gpu_compare.h"
 #include "mla_gpu.h"
+#include "mla_model/model.h"
 
 static void test_gpu_matches_reference(void **state)
 {

@@ -3,8 +3,9 @@
  * For kernel-level GPU timing with device events see gpu/NOTES.md. */
 #include "cli.h"
 
-#include "mla/rng.h"
+#include "mla_core/rng.h"
 #include "mlacheck/driver.h"
+#include "mla_model/model.h"
 
 #include <getopt.h>
 #include <stdio.h>

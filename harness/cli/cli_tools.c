@@ -1,7 +1,7 @@
 /* cli_tools.c: `dump`, `compare`, `report`, `list` and `bisect`. */
 #include "cli.h"
 
-#include "mla/rng.h"
+#include "mla_core/rng.h"
 #include "mlacheck/dumpcmp.h"
 #include "mlacheck/h5io.h"
 #include "mlacheck/runner.h"

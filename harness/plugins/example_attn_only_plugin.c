@@ -1,6 +1,6 @@
 /* example_attn_only_plugin.c: an attention-only plugin: it exports mla_attn_plugin_register and NOT
  * mla_plugin_register, so `mlacheck run --engine plugin:lib.so` runs it as a hybrid engine (the
- * reference model with this operator as every layer's attention core, mla/ref_hook.h). The operator
+ * reference model with this operator as every layer's attention core, mla_ref/ref.h). The operator
  * forwards to the reference operator; a real plugin calls its kernels there.
  * The same file builds three libraries (harness/plugins/CMakeLists.txt):
  *   example_attn_only_plugin        as written: must agree with the reference engine
@@ -8,6 +8,7 @@
  *                                   the given one (mla-spec.md §b.3), and fp8_ds_mla caches declined
  *   attn_only_mismatch_plugin       -DPLANT_ABI_MISMATCH: abi_version + 1, must be refused (not run) */
 #include "mla/attn_op.h"
+#include "mla_ref/ref.h"
 
 #include <math.h>
 

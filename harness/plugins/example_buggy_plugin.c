@@ -9,6 +9,7 @@
  * Both declare the fp8_ds_mla cache unsupported, to exercise the "unsupported profile" path. */
 #include "mla/attn_op.h"
 #include "mla/plugin.h"
+#include "mla_ref/ref.h" /* these examples wrap the reference */
 
 #include <math.h>
 

@@ -6,6 +6,7 @@
  * It must pass every operator case and every whole-model check (harness/plugins/README.md). */
 #include "mla/attn_op.h"
 #include "mla/plugin.h"
+#include "mla_ref/ref.h" /* these examples wrap the reference */
 
 /* ---- whole model ---------------------------------------------------------------------------- */
 

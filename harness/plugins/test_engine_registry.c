@@ -11,10 +11,11 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "mla/ref_hook.h"
+#include "mla_ref/ref.h"
 #include "mlacheck/driver.h"
 #include "mlacheck/engine_registry.h"
 #include "mlacheck/opcheck.h"
+#include "mla_model/model.h"
 
 #define ENGINE(path) "plugin:" path
 

@@ -12,9 +12,11 @@
 
 #include "mla/attn_op.h"
 #include "mla/dtype.h"
-#include "mla/rng.h"
+#include "mla_core/rng.h"
 #include "mlacheck/driver.h"
 #include "mlacheck/opcheck.h"
+#include "mla_model/model.h"
+#include "mla_ref/ref.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_plugin_hybrid.c: attention-only plugins run inside the reference model (mla/ref_hook.h).
+/* test_plugin_hybrid.c: attention-only plugins run inside the reference model (mla_ref/ref.h).
  * A library exporting only mla_attn_plugin_register opens as "plugin:<path>" and becomes the
  * reference engine with the plugin's operator as every layer's attention core:
  *   - the reference operator gives every tap of the plain reference (fp64, tiny-v3, 37-token prefill
@@ -12,9 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "mla/rng.h"
+#include "mla_core/rng.h"
 #include "mlacheck/compare.h"
 #include "mlacheck/driver.h"
+#include "mla_model/model.h"
 
 #include <math.h>
 #include <stdio.h>

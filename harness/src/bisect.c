@@ -7,6 +7,7 @@
 #include "mlacheck/dumpcmp.h"
 #include "mlacheck/failure.h"
 #include "mlacheck/h5io.h"
+#include "mla_model/model.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
 #include "mlacheck/engine_registry.h"
 
 #include "mla/plugin.h"
-#include "mla/ref_hook.h"
+#include "mla_ref/ref.h"
 #include "mlacheck/driver.h"
 
 #include <dlfcn.h>

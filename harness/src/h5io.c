@@ -3,6 +3,7 @@
  * every return value is checked, so a damaged file gives a status with the file name, never a crash
  * or a screen of HDF5 traces; the innermost HDF5 error text is appended to our detail. */
 #include "mlacheck/h5io.h"
+#include "mla_model/model.h"
 
 #ifdef MLA_HAVE_HDF5
 

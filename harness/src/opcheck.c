@@ -3,9 +3,10 @@
 #include "mlacheck/opcheck.h"
 #include "mlacheck/engine_registry.h"
 #include "mla/dtype.h"
-#include "mla/model.h"
+#include "mla_model/model.h"
 #include "mla/quant.h"
-#include "mla/rng.h"
+#include "mla_core/rng.h"
+#include "mla_ref/ref.h"
 
 #include <math.h>
 #include <stdio.h>

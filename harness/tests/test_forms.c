@@ -11,6 +11,7 @@
 
 #include "mlacheck/compare.h"
 #include "mlacheck/driver.h"
+#include "mla_model/model.h"
 
 #include <math.h>
 #include <stdio.h>

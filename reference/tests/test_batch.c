@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "mla/backend.h"
+#include "mla_model/model.h"
+#include "mla_ref/ref.h"
 
 /* Three slots holding 0, 5 and 2 tokens; room for 8 tokens per slot; vocabulary of 10. */
 typedef struct fixture {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mla/model.h"
+#include "mla_model/model.h"
 
 /* DeepSeek-V3-style config.json (transformers 4 spelling). */
 static const char *V3_JSON =

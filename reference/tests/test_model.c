@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mla/model.h"
+#include "mla_model/model.h"
 #include "mla/quant.h"
 
 static char g_root[256];

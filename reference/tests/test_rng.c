@@ -11,9 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "mla/hash.h"
-#include "mla/model.h"
-#include "mla/rng.h"
+#include "mla_core/hash.h"
+#include "mla_model/model.h"
+#include "mla_core/rng.h"
 
 /* splitmix64.c (Vigna) seeded with 1234567. */
 static void test_splitmix64_vector(void **state)

@@ -11,7 +11,7 @@
  *   block_size = 64
  *   prefill_len = 5
  *   chunk = 0                    the case's chunk (0: not set; the runner then uses 7)
- *   faults = 0x0                 the injected faults (bits of mla/backend.h MLA_FAULT_LIST)
+ *   faults = 0x0                 the injected faults (bits of mla/faults.h MLA_FAULT_LIST)
  *   tokens = 3,1,4,1,5
  *
  * Every key appears once, in this order when written; a reader accepts any order. */

@@ -15,7 +15,7 @@
  *   profiles = fp64, bf16      mla_profile_from_name                             (required)
  *   checks   = golden, decode-vs-prefill, ...                                    (required)
  *   kv_lens  = 64..4096 step 64, 5000   sweep lengths
- *   faults   = none            injected faults (mla/backend.h MLA_FAULT_LIST), to prove a check fails
+ *   faults   = none            injected faults (mla/faults.h MLA_FAULT_LIST), to prove a check fails
  *   seed, block_size, e4m3 (fn|fnuz), description
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
@@ -27,7 +27,7 @@
 #include <stdio.h>
 
 #include "mla/mla.h"
-#include "mla/model.h"
+#include "mla_model/model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -126,9 +126,6 @@ typedef struct mla_attn_ops {
 
 typedef const mla_attn_ops *(*mla_attn_plugin_register_fn)(uint32_t host_attn_abi_version);
 
-/* The reference operator (reference/src/cpu/attn_op.c, f64 inside): validates every argument and
- * supports every feature. Not part of the plugin ABI; plugins may wrap it when they link mla_ref. */
-const mla_attn_ops *mla_ref_attn_ops(void);
 
 #ifdef __cplusplus
 }

@@ -7,14 +7,19 @@
 #ifndef MLA_BACKEND_H
 #define MLA_BACKEND_H
 
-#include "mla/model.h"
+#include "mla/config.h"
+#include "mla/faults.h"
 #include "mla/taps.h"
+#include "mla/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define MLA_BACKEND_ABI_VERSION 1
+
+/* The model an engine loads: opaque here; opened by the loader (mla_model/model.h). */
+typedef struct mla_model mla_model;
 
 /* Features an engine may or may not support; supports() answers 0 (no) or 1 (yes). */
 typedef enum {
@@ -30,26 +35,6 @@ typedef enum {
     MLA_FEAT_FAULTS,               /* honours mla_run_opts.faults */
     MLA_FEAT_COUNT
 } mla_feature;
-
-/* Deliberate faults, for proving the harness catches them. X(enum bit, name, what it breaks) */
-#define MLA_FAULT_LIST(X)                                                                  \
-    X(MLA_FAULT_ROPE_PAIRING, "rope-pairing", "RoPE on half-split pairs instead of interleaved") \
-    X(MLA_FAULT_CAUSAL_OFF_BY_ONE, "causal-off-by-one", "causal mask lets a query see the next key") \
-    X(MLA_FAULT_NO_MSCALE, "no-mscale", "softmax scale without the YaRN mscale^2")          \
-    X(MLA_FAULT_FP8_Q_SATURATION, "fp8-q-saturation", "decode query cast to e4m3 (scale 1, saturating) where it should stay bf16") \
-    X(MLA_FAULT_ROUTED_SCALING, "routed-scaling", "routed_scaling_factor not applied")     \
-    X(MLA_FAULT_LSE_BF16, "lse-bf16", "log-sum-exp rounded to bf16 before merging")
-
-typedef enum {
-#define MLA_FAULT_ENUM(e, n, d) e##_BIT,
-    MLA_FAULT_LIST(MLA_FAULT_ENUM)
-#undef MLA_FAULT_ENUM
-        MLA_FAULT_COUNT
-} mla_fault_bit;
-#define MLA_FAULT(e) (1u << (e##_BIT))
-const char *mla_fault_name(int bit);
-const char *mla_fault_description(int bit);
-int mla_fault_from_name(const char *name, unsigned *mask); /* adds the bit; 0 ok, -1 unknown */
 
 typedef enum { MLA_FP8_FN = 0, MLA_FP8_FNUZ = 1 } mla_fp8_kind;
 
@@ -137,8 +122,6 @@ typedef struct mla_backend_ops {
     void (*destroy)(void *ctx);
 } mla_backend_ops;
 
-/* The reference engine. */
-const mla_backend_ops *mla_ref_backend(void);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@
 #ifndef MLA_WEIGHTS_H
 #define MLA_WEIGHTS_H
 
-#include "mla/model.h"
+#include "mla/config.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,6 @@
 /* config_math.c: constants derived from the config: softmax scale, YaRN inverse frequencies,
  * MoE layer placement (mla-spec.md §b.1, §c). Computed in double from the formulas. */
-#include "mla/model.h"
+#include "mla/config.h"
 
 #include <math.h>
 

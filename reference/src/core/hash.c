@@ -1,5 +1,5 @@
 /* hash.c: 64-bit FNV-1a (mla/hash.h). */
-#include "mla/hash.h"
+#include "mla_core/hash.h"
 
 #define FNV1A_PRIME 0x100000001b3ull
 

@@ -1,5 +1,5 @@
 /* rng.c: splitmix64, its uniforms and Box-Muller normals (mla/rng.h). */
-#include "mla/rng.h"
+#include "mla_core/rng.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /* taps.c: names, shapes and presence of tap points, all derived from MLA_TAP_LIST. */
 #include "mla/taps.h"
-#include "mla/model.h"
+#include "mla/config.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * f32 results are then rounded at the reference's own storage points (NUMERICS.md), so in bf16 and
  * fp8 profiles the hybrid sees the same inputs and rounding points as attention.c. */
 #include "mla/dtype.h"
-#include "mla/ref_hook.h"
+#include "mla_ref/ref.h"
 #include "ref_internal.h"
 
 #include <stdlib.h>

@@ -1,8 +1,9 @@
 /* engine.c: the reference backend (the vtable of backend.h): create, load (numerics and faults
  * resolved once, numerics.h), reset, read_tap, read_kv. The forward pass itself is forward.c. */
-#include "mla/ref_hook.h"
+#include "mla_ref/ref.h"
 #include "ref_internal.h"
 #include "mla/abi_check.h"
+#include "mla_model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

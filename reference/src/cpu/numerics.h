@@ -21,7 +21,7 @@ typedef struct ref_numerics {
     double q_fp8_scale;
 } ref_numerics;
 
-/* The planted faults (backend.h MLA_FAULT_LIST) as the values the ops use. All faults off: the
+/* The planted faults (faults.h MLA_FAULT_LIST) as the values the ops use. All faults off: the
  * values of the model. */
 typedef struct ref_faults {
     double softmax_scale; /* Dqk^-0.5 m^2; Dqk^-0.5 under no-mscale */

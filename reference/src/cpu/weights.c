@@ -4,6 +4,7 @@
  * than memory in f64 still runs one layer at a time. */
 #include "ref_internal.h"
 #include "mla/weights.h"
+#include "mla_model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * double. Linear weights N(0,1)/sqrt(in_features), norm weights 1 + 0.1 N(0,1), embeddings N(0,1),
  * all rounded once to bf16 (like a real checkpoint); e_score_correction_bias 0.05 N(0,1) in f32. */
 #include "model_internal.h"
-#include "mla/hash.h"
-#include "mla/rng.h"
+#include "mla_core/hash.h"
+#include "mla_core/rng.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * YaRN keys default as HF reads them: original_max_position_embeddings = max_position_embeddings,
  * beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0 (0 = no softmax mscale^2).
  * null counts as absent, except for q_lora_rank (0) and the expert counts (null = 0, a dense model). */
-#include "mla/model.h"
+#include "mla_model/model.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* model.c: opening a model by name or folder, tensor lookup, conversion to double, the weights hash. */
 #include "model_internal.h"
-#include "mla/hash.h"
+#include "mla_core/hash.h"
 #include "mla/quant.h"
 
 #include <stdio.h>

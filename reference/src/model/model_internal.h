@@ -3,7 +3,7 @@
 #ifndef MLA_MODEL_INTERNAL_H
 #define MLA_MODEL_INTERNAL_H
 
-#include "mla/model.h"
+#include "mla_model/model.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-/* rng.h: the one pseudo-random generator of mlacheck: splitmix64 (Steele, Lea and Flood, 2014), its
+/* mla_core/rng.h: the one pseudo-random generator of mlacheck: splitmix64 (Steele, Lea and Flood, 2014), its
  * 53-bit uniforms and Box-Muller normals. Built-in model weights, op-check inputs, random prompts,
  * benchmark tokens and tests all draw from it, so a stream is defined here once; where a stream
  * feeds stored data (weights hash, goldens, op suites) its exact draws are part of that data.

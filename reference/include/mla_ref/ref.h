@@ -1,4 +1,6 @@
-/* ref_hook.h: run the reference engine with its attention core delegated to an attn_op.h operator
+/* mla_ref/ref.h: the reference engine's entry points (reference/src/cpu; not part of the contract):
+ * the engine (mla_ref_backend), its f64 attention operator (mla_ref_attn_ops), and the hybrid engine:
+ * run the reference engine with its attention core delegated to an attn_op.h operator
  * (a "hybrid" engine: mlacheck run --engine plugin:lib.so where lib.so exports only
  * mla_attn_plugin_register). Everything else (projections, RoPE, cache, MoE, taps) stays the
  * reference's, so a per-layer comparison names the operator's layer and tap (attn_core, lse).
@@ -10,8 +12,8 @@
  * Prefill (forward_mha): ops->mha with the new tokens' kv_c/k_pe, context from that cache, and W_kvb.
  * The operator ABI is f32, so in the fp64 profile the hybrid carries f32 rounding (~6e-8) at the
  * operator boundary. */
-#ifndef MLA_REF_HOOK_H
-#define MLA_REF_HOOK_H
+#ifndef MLA_REF_REF_H
+#define MLA_REF_REF_H
 
 #include "mla/attn_op.h"
 #include "mla/backend.h"
@@ -19,6 +21,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The reference engine. */
+const mla_backend_ops *mla_ref_backend(void);
+
+/* The reference operator (reference/src/cpu/attn_op.c, f64 inside): validates every argument and
+ * supports every feature. Not part of the plugin ABI; plugins may wrap it when they link mla_ref. */
+const mla_attn_ops *mla_ref_attn_ops(void);
 
 /* ref_ctx: a context made by mla_ref_backend()->create, before or after load. ops: borrowed for the
  * life of the context (NULL restores the built-in attention). Checks ops->abi_version

@@ -1,4 +1,4 @@
-/* hash.h: the one non-cryptographic hash of mlacheck, 64-bit FNV-1a (Fowler, Noll, Vo). It names
+/* mla_core/hash.h: the one non-cryptographic hash of mlacheck, 64-bit FNV-1a (Fowler, Noll, Vo). It names
  * built-in weight streams (builtin.c), fingerprints a model's weights (mla_model_weights_hash) and
  * golden file names, so its output is part of stored data: never change it.
  * Start from MLA_FNV1A_INIT and feed bytes in order; integers go in little-endian. */
