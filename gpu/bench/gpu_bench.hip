@@ -15,6 +15,7 @@
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 #include "mla/attn_op.h"
+#include "mla_core/rng.h"
 #include "mla_ref/ref.h"
 
 #include <stdio.h>
@@ -285,13 +286,7 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     int64_t rows = (int64_t)n_blocks * PAGE;
     int32_t *tables = (int32_t *)host_alloc((size_t)n_blocks * 4);
     for (int i = 0; i < n_blocks; i++) tables[i] = i;
-    uint64_t rs = 12345; /* shuffled block tables, as a paged allocator leaves them */
-    for (int i = n_blocks - 1; i > 0; i--) {
-        rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-        int j = (int)((rs >> 33) % (uint64_t)(i + 1)), t = tables[i];
-        tables[i] = tables[j];
-        tables[j] = t;
-    }
+    mla_rng_shuffle_i32(tables, n_blocks, 12345); /* shuffled block tables, as a paged allocator leaves them */
     gpu_seq *seqs = (gpu_seq *)host_alloc((size_t)b * sizeof(gpu_seq));
     int32_t *tok_seq = (int32_t *)host_alloc((size_t)T * 4);
     for (int i = 0; i < b; i++) {

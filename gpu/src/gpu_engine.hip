@@ -10,6 +10,7 @@
 #include "mla/dtype.h"
 #include "mla/quant.h"
 #include "mla/weights.h"
+#include "mla_core/rng.h"
 #include "mla_model/model.h"
 #include "mla_gpu.h"
 
@@ -395,16 +396,6 @@ static mla_status load_layer(gpu_ctx *c, int i)
     return st;
 }
 
-/* xorshift32, for the seeded block-table permutation. */
-static uint32_t xs32(uint32_t *s)
-{
-    uint32_t x = *s ? *s : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
-}
-
 static mla_status setup_cache(gpu_ctx *c)
 {
     const mla_config *g = &c->cfg;
@@ -438,15 +429,7 @@ static mla_status setup_cache(gpu_ctx *c)
         MLA_HIP_CHECK(hipMemset(c->kv_pool[i], poison, pool));
     }
     for (int i = 0; i < c->n_blocks; i++) c->h_tables[i] = i;
-    if (o->shuffle_blocks) {
-        uint32_t s = o->seed ? o->seed : 1u;
-        for (int i = c->n_blocks - 1; i > 0; i--) {
-            int j = (int)(xs32(&s) % (uint32_t)(i + 1));
-            int32_t t = c->h_tables[i];
-            c->h_tables[i] = c->h_tables[j];
-            c->h_tables[j] = t;
-        }
-    }
+    if (o->shuffle_blocks) mla_rng_shuffle_i32(c->h_tables, c->n_blocks, o->seed);
     return upload((void **)&c->d_tables, c->h_tables, (size_t)c->n_blocks * 4);
 }
 

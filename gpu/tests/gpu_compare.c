@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mla/backend.h"
+#include "mla_core/rng.h"
 #include "mla_model/model.h"
 #include "mla_ref/ref.h"
 #include "mla_gpu.h"
@@ -62,12 +63,9 @@ static mla_status make_engine(const mla_backend_ops *ops, mla_model *m, const ml
     return st;
 }
 
-static void fill_tokens(int32_t *tok, int n, int vocab, unsigned *seed)
+static void fill_tokens(int32_t *tok, int n, int vocab, uint64_t *seed)
 {
-    for (int i = 0; i < n; i++) {
-        *seed = *seed * 1103515245u + 12345u;
-        tok[i] = (int32_t)((*seed >> 8) % (unsigned)vocab);
-    }
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)mla_rng_below(seed, (uint64_t)vocab);
 }
 
 static mla_status run_step(const mla_backend_ops *ops, void *ctx, const step *s, const int32_t *tok)
@@ -112,7 +110,7 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
     memset(stats, 0, sizeof stats);
     double split_worst = 0, l0_worst = 0;
     int nonfinite = 0;
-    unsigned seed = 12345;
+    uint64_t seed = 12345;
     for (int si = 0; si < N_STEPS && !fail; si++) {
         const step *s = &script[si];
         int32_t tok[64];

@@ -89,6 +89,27 @@ static void test_fnv1a_vectors(void **state)
     assert_true(mla_fnv1a_u64(7, 0x0102030405060708ull) == mla_fnv1a(7, le64, 8));
 }
 
+/* The block-table shuffle is a permutation, moves most entries, and depends on its seed. */
+static void test_shuffle(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    int32_t a[N], b[N], seen[N] = {0};
+    for (int i = 0; i < N; i++) a[i] = b[i] = i;
+    mla_rng_shuffle_i32(a, N, 7);
+    mla_rng_shuffle_i32(b, N, 8);
+    int moved = 0, differ = 0;
+    for (int i = 0; i < N; i++) {
+        assert_true(a[i] >= 0 && a[i] < N);
+        seen[a[i]]++;
+        moved += a[i] != i;
+        differ += a[i] != b[i];
+    }
+    for (int i = 0; i < N; i++) assert_int_equal(seen[i], 1);
+    assert_true(moved > N / 2);
+    assert_true(differ > N / 2);
+}
+
 /* The weights of the built-in models, drawn by builtin.c from the streams above, as recorded before
  * the generator moved into rng.c (commit 9aca4e1). */
 static void test_builtin_weights_hash(void **state)
@@ -112,7 +133,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splitmix64_vector), cmocka_unit_test(test_uniforms),
         cmocka_unit_test(test_normals),           cmocka_unit_test(test_fnv1a_vectors),
-        cmocka_unit_test(test_builtin_weights_hash),
+        cmocka_unit_test(test_shuffle),            cmocka_unit_test(test_builtin_weights_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,9 @@ double mla_rng_uniform_pos(uint64_t *state);  /* (0, 1]: (k + 1) * 2^-53, safe f
 double mla_rng_uniform_mid(uint64_t *state);  /* (0, 1): (k + 0.5) * 2^-53, safe for log */
 /* An integer in [0, n) (n > 0) from the next output (modulo: bias < n / 2^64). */
 uint64_t mla_rng_below(uint64_t *state, uint64_t n);
+/* Fisher-Yates permutation of v[n] from sub-stream 0 of seed: the shuffled block tables of the
+ * reference cache, the GPU cache and the benchmark (a paged allocator's order, as in serving). */
+void mla_rng_shuffle_i32(int32_t *v, int64_t n, uint64_t seed);
 
 /* Box-Muller: u1 in (0, 1], u2 in [0, 1) give sqrt(-2 ln u1) cos(2 pi u2); *other (when not NULL)
  * receives the paired sqrt(-2 ln u1) sin(2 pi u2). */

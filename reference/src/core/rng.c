@@ -22,6 +22,17 @@ double mla_rng_uniform_mid(uint64_t *state) { return ((double)(mla_rng_next(stat
 
 uint64_t mla_rng_below(uint64_t *state, uint64_t n) { return mla_rng_next(state) % n; }
 
+void mla_rng_shuffle_i32(int32_t *v, int64_t n, uint64_t seed)
+{
+    uint64_t s = mla_rng_stream(seed, 0);
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)mla_rng_below(&s, (uint64_t)(i + 1));
+        int32_t t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
 double mla_box_muller(double u1, double u2, double *other)
 {
     double rad = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;

@@ -5,6 +5,7 @@
 #include "ref_internal.h"
 
 #include "mla/kv.h"
+#include "mla_core/rng.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,21 +33,6 @@ static int cache_row_bytes(const ref_ctx *c)
     return (c->cfg->kv_lora_rank + c->cfg->qk_rope_head_dim) * (int)sizeof(double);
 }
 
-/* Seeded Fisher-Yates permutation of the block pool (tests random block tables). */
-static void cache_shuffle(int32_t *v, int n, unsigned seed)
-{
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int i = n - 1; i > 0; i--) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        int j = (int)(s % (uint64_t)(i + 1));
-        int32_t t = v[i];
-        v[i] = v[j];
-        v[j] = t;
-    }
-}
-
 mla_status ref_cache_init(ref_ctx *c)
 {
     int L = c->cfg->num_hidden_layers;
@@ -70,7 +56,7 @@ mla_status ref_cache_init(ref_ctx *c)
         k->table = malloc((size_t)k->max_blocks * sizeof *k->table);
         if (!k->blocks || !k->table) return mla_errorf(MLA_ERR_NOMEM, "reference: cache table");
         for (int i = 0; i < k->max_blocks; i++) k->table[i] = i;
-        if (c->opts.shuffle_blocks) cache_shuffle(k->table, k->max_blocks, c->opts.seed + (unsigned)l);
+        if (c->opts.shuffle_blocks) mla_rng_shuffle_i32(k->table, k->max_blocks, c->opts.seed + (unsigned)l);
     }
     return MLA_OK;
 }
