@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Engines kept open per case: enough for every engine of one profile of the gpu suite's
- * tiny-v3-gpu (the batch, four single sequences, one kv split, the reference); models whose
- * weights take more than CHK_BIG_MODEL_BYTES in double keep two (the candidate and its baseline),
- * so that open engines never hold several copies of a large model. */
+/* Engines kept open per case: up to CHK_MAX_ENGINES, enough for every engine of one profile of the
+ * gpu suite's tiny-v3-gpu (the batch, four single sequences, one kv split, the reference), while
+ * their weights (counted in double, the reference's resident form) fit CHK_ENGINE_BUDGET; always at
+ * least two, the candidate and its baseline. tiny-v3 (34 MB) keeps 8, v3-layer (1.8 GB) keeps 2. */
 #define CHK_MAX_ENGINES 8
-#define CHK_MAX_ENGINES_BIG 2
-#define CHK_BIG_MODEL_BYTES ((int64_t)1 << 30)
+#define CHK_MIN_ENGINES 2
+#define CHK_ENGINE_BUDGET ((int64_t)2 << 30)
 
 void chk_run_init(chk_run *r, const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
                   mla_rep_run *rep, mla_runner_totals *tot)
@@ -67,7 +67,9 @@ void chk_run_set_case(chk_run *r, const mla_suite_case *cs, mla_model *m)
     chk_engines_close(r);
     r->cs = cs;
     r->m = m;
-    r->max_eng = model_f64_bytes(m) > CHK_BIG_MODEL_BYTES ? CHK_MAX_ENGINES_BIG : CHK_MAX_ENGINES;
+    int64_t bytes = model_f64_bytes(m);
+    int64_t fit = bytes > 0 ? CHK_ENGINE_BUDGET / bytes : CHK_MAX_ENGINES;
+    r->max_eng = fit > CHK_MAX_ENGINES ? CHK_MAX_ENGINES : fit < CHK_MIN_ENGINES ? CHK_MIN_ENGINES : (int)fit;
 }
 
 void chk_engines_close(chk_run *r)
