@@ -130,10 +130,10 @@ static int base_drives(chk_ctx *c, unsigned needs)
 }
 
 /* Every check of the case for one engine on one prompt group, in the table's order. */
-static void run_engine(chk_run *r, mla_profile prof, const char *engine, const chk_group *g)
+static void run_engine(chk_run *r, mla_profile prof, const char *engine, const chk_group *g, int last_engine)
 {
     const mla_suite_case *cs = r->cs;
-    chk_ctx c = {.r = r, .prof = prof, .engine = engine, .is_cand = 1, .g = g};
+    chk_ctx c = {.r = r, .prof = prof, .engine = engine, .is_cand = 1, .g = g, .last_engine = last_engine};
     c.dp = chk_path_opts(r, MLA_PATH_PREFILL);
     c.dd = chk_path_opts(r, MLA_PATH_DECODE);
     c.dc = chk_path_opts(r, MLA_PATH_CHUNKED);
@@ -155,6 +155,9 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
         chk_name(c.check, sizeof c.check, row->name, engine);
         row->fn(&c);
     }
+    /* the engine's dumps serve no other engine, unless it is the baseline of cross-engine */
+    if (!chk_case_has(cs, MLA_CHECK_CROSS_ENGINE) || strcmp(engine, chk_cross_base(cs)))
+        chk_drives_drop_engine(r, engine);
 }
 
 /* The prompt groups of a case: one batch of all prompts, or each prompt alone. */
@@ -255,7 +258,8 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             for (int gi = 0; gi < ngroups; gi++) {
                 for (int ei = 0; ei < n_eng; ei++) {
                     const char *eng = o->engine ? o->engine : cs->engines[ei];
-                    if (engine_usable(&r, prof, eng, &groups[gi])) run_engine(&r, prof, eng, &groups[gi]);
+                    if (engine_usable(&r, prof, eng, &groups[gi]))
+                        run_engine(&r, prof, eng, &groups[gi], ei == n_eng - 1);
                 }
                 chk_drives_flush(&r);
             }

@@ -81,6 +81,7 @@ typedef struct chk_ctx {
     const char *engine;           /* the engine under test */
     int is_cand;                  /* 1: the engine gets the injected faults */
     const chk_group *g;
+    int last_engine;              /* 1: no other engine runs on this group after this one */
     char check[80];               /* the check's name for this engine: "name" or "name@engine" */
     mla_drive_opts dp, dd, dc;    /* the group's prefill, decode and chunked drive options */
     mla_dump **pre, **dec, **chk; /* the group's dumps along each path; NULL when not driven */
@@ -113,6 +114,11 @@ void chk_run_set_case(chk_run *r, const mla_suite_case *cs, mla_model *m);
 void chk_engines_close(chk_run *r);
 /* Frees every cached dump (end of a prompt group). */
 void chk_drives_flush(chk_run *r);
+/* Frees the cached drive whose dumps chk_dumps returned, before the group ends: for dumps no later
+ * check can ask for (the caller must hold no other pointer to them). */
+void chk_drives_release(chk_run *r, mla_dump **dumps);
+/* Frees every cached drive of one engine (its checks are done). */
+void chk_drives_drop_engine(chk_run *r, const char *engine);
 
 int chk_case_has(const mla_suite_case *c, mla_suite_check k);
 /* "check" for the reference, "check@gpu", "check@plugin" for the others. */
@@ -137,6 +143,10 @@ void chk_dumps_free(mla_dump **d, int n);
  * report, failures keep their inputs (save_input). */
 void chk_compare_group(chk_run *r, const char *check, const char *path, mla_dump *const *a, mla_dump *const *b,
                        int n, int bitwise);
+
+/* ---- cross.c ---- */
+/* The engine cross-engine compares against: the case's `against` when it names an engine, else ref. */
+const char *chk_cross_base(const mla_suite_case *cs);
 
 /* ---- verdict.c: verdicts and failing inputs ---- */
 void chk_verdict_note(chk_run *r, const char *check, const char *path, const mla_dcmp_result *res, const char *extra);

@@ -89,16 +89,37 @@ void chk_dumps_free(mla_dump **d, int n)
     }
 }
 
+static void drive_free(chk_drive *x)
+{
+    chk_dumps_free(x->dumps, x->n);
+    free(x->dumps);
+    free(x->tok);
+    free(x->len);
+    free(x->engine);
+}
+
+void chk_drives_release(chk_run *r, mla_dump **dumps)
+{
+    for (int i = 0; i < r->n_drv; i++)
+        if (r->drv[i].dumps == dumps) {
+            drive_free(&r->drv[i]);
+            r->drv[i] = r->drv[--r->n_drv];
+            return;
+        }
+}
+
+void chk_drives_drop_engine(chk_run *r, const char *engine)
+{
+    for (int i = r->n_drv - 1; i >= 0; i--)
+        if (!strcmp(r->drv[i].engine, engine)) {
+            drive_free(&r->drv[i]);
+            r->drv[i] = r->drv[--r->n_drv];
+        }
+}
+
 void chk_drives_flush(chk_run *r)
 {
-    for (int i = 0; i < r->n_drv; i++) {
-        chk_drive *x = &r->drv[i];
-        chk_dumps_free(x->dumps, x->n);
-        free(x->dumps);
-        free(x->tok);
-        free(x->len);
-        free(x->engine);
-    }
+    for (int i = 0; i < r->n_drv; i++) drive_free(&r->drv[i]);
     r->n_drv = 0;
 }
 

@@ -9,6 +9,8 @@ static int is_engine_name(const char *s)
     return !strcmp(s, "ref") || !strcmp(s, "gpu") || !strncmp(s, "plugin:", 7);
 }
 
+const char *chk_cross_base(const mla_suite_case *cs) { return is_engine_name(cs->against) ? cs->against : "ref"; }
+
 /* The decode path's decoded rows judged on their own (verdict path "decoded", kv_len = prompt length):
  * after a long prefill they are a small share of the prompt's rows, and an error confined to the
  * absorbed-form decode would be diluted in the whole-prompt statistic. */
@@ -37,7 +39,7 @@ static void compare_decoded(chk_ctx *c, mla_dump **a, mla_dump **b)
 void chk_cross_engine(chk_ctx *c)
 {
     chk_run *r = c->r;
-    const char *base = is_engine_name(r->cs->against) ? r->cs->against : "ref";
+    const char *base = chk_cross_base(r->cs);
     if (!strcmp(base, c->engine)) return;
     for (int p = 0; p < MLA_SUITE_PATH_COUNT; p++) {
         if (!mla_suite_case_has_path(r->cs, (mla_suite_path)p)) continue;
@@ -55,5 +57,10 @@ void chk_cross_engine(chk_ctx *c)
         }
         chk_compare_group(r, c->check, path, a, b, c->g->n, 0);
         if (p == MLA_SUITE_PATH_DECODE) compare_decoded(c, a, b);
+        /* cross-engine runs last: the candidate's dumps of this path serve nobody after it (unless
+         * they are the group's own, which the runner holds), nor the baseline's once no other engine
+         * follows; at long kv lengths a path's dumps are gigabytes */
+        if (b != c->pre && b != c->dec && b != c->chk) chk_drives_release(r, b);
+        if (c->last_engine) chk_drives_release(r, a);
     }
 }
