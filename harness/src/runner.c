@@ -155,9 +155,7 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
         chk_name(c.check, sizeof c.check, row->name, engine);
         row->fn(&c);
     }
-    /* the engine's dumps serve no other engine, unless it is the baseline of cross-engine */
-    if (!chk_case_has(cs, MLA_CHECK_CROSS_ENGINE) || strcmp(engine, chk_cross_base(cs)))
-        chk_drives_drop_engine(r, engine);
+    chk_drives_trim(r);
 }
 
 /* The prompt groups of a case: one batch of all prompts, or each prompt alone. */
@@ -261,7 +259,6 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
                     if (engine_usable(&r, prof, eng, &groups[gi]))
                         run_engine(&r, prof, eng, &groups[gi], ei == n_eng - 1);
                 }
-                chk_drives_flush(&r);
             }
             chk_verdicts_flush(&r);
         }

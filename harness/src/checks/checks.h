@@ -49,6 +49,8 @@ typedef struct chk_drive {
     int32_t **tok;     /* [n] the sequences' token arrays (pointers, borrowed) */
     int *len;          /* [n] */
     mla_dump **dumps;  /* [n] owned by the cache */
+    int64_t bytes;     /* the dumps' tensor bytes */
+    uint64_t used;     /* LRU clock */
 } chk_drive;
 
 /* The state of one suite run. */
@@ -69,8 +71,9 @@ typedef struct chk_run {
     chk_engine *eng;              /* the drive cache: open engines (LRU, at most max_eng) */
     int n_eng, cap_eng, max_eng;
     uint64_t clock;
-    chk_drive *drv;               /* the drive cache: dumps of the current prompt group */
+    chk_drive *drv;               /* the drive cache: dumps of the current case */
     int n_drv, cap_drv;
+    int64_t drv_bytes;            /* their tensor bytes */
     int64_t n_loads;              /* engines opened (and loaded) so far */
 } chk_run;
 
@@ -112,13 +115,14 @@ void chk_run_free(chk_run *r);
 void chk_run_set_case(chk_run *r, const mla_suite_case *cs, mla_model *m);
 /* Closes every cached engine (the case's model is about to go). */
 void chk_engines_close(chk_run *r);
-/* Frees every cached dump (end of a prompt group). */
+/* Frees every cached dump (end of a case: the keys name the case's prompts). */
 void chk_drives_flush(chk_run *r);
 /* Frees the cached drive whose dumps chk_dumps returned, before the group ends: for dumps no later
  * check can ask for (the caller must hold no other pointer to them). */
 void chk_drives_release(chk_run *r, mla_dump **dumps);
-/* Frees every cached drive of one engine (its checks are done). */
-void chk_drives_drop_engine(chk_run *r, const char *engine);
+/* Frees the least recently used cached drives while they hold more than the dump budget; only
+ * between engines, when no check holds a cached dump. */
+void chk_drives_trim(chk_run *r);
 
 int chk_case_has(const mla_suite_case *c, mla_suite_check k);
 /* "check" for the reference, "check@gpu", "check@plugin" for the others. */
@@ -130,7 +134,7 @@ void chk_run_opts(const chk_run *r, mla_profile prof, int faults, const chk_grou
 /* The cached engine for (name, options), opened and loaded on first use. */
 mla_status chk_engine_get(chk_run *r, const char *name, const mla_run_opts *ro, mla_engine **out);
 /* The dumps of one drive, made once per (engine, profile, faults, options, sequences) and kept until
- * chk_drives_flush: *out is borrowed ([g->n] dumps), never freed or changed by the caller. */
+ * chk_drives_trim or chk_drives_flush: *out is borrowed ([g->n] dumps), never freed or changed by the caller. */
 mla_status chk_dumps(chk_run *r, const char *engine, mla_profile prof, int faults, const chk_group *g,
                      const mla_drive_opts *d, mla_dump ***out);
 /* A new drive on the cached engine, never served from the cache (determinism): dumps[g->n] are

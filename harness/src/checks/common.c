@@ -5,10 +5,11 @@
  * reset before each drive (mla_drive does), instead of once per drive: loading converts or uploads
  * every weight. The run options hold everything that changes what an engine computes (profile,
  * injected faults, kv splits, max_seq_len, block size, batch size, block shuffling, seed), so a
- * drive with other options gets its own engine. The dumps of one drive are kept until the prompt
- * group ends, keyed by (engine, run options, drive options, sequences), so that a check asking for
- * a drive another check already made (cross-engine's reference side, noise-floor's emulation) gets
- * the same dumps instead of a second run. Determinism asks for a fresh drive instead. */
+ * drive with other options gets its own engine. The dumps of one drive are kept within the case,
+ * keyed by (engine, run options, drive options, sequences), so that a check asking for a drive
+ * another check already made (cross-engine's reference side, noise-floor's emulation and oracle,
+ * fp8-vs-bf16's bf16 side) gets the same dumps instead of a second run; between engines they are
+ * trimmed to CHK_DUMP_BUDGET. Determinism asks for a fresh drive instead. */
 #include "checks.h"
 
 #include <stdlib.h>
@@ -21,6 +22,10 @@
 #define CHK_MAX_ENGINES 8
 #define CHK_MIN_ENGINES 2
 #define CHK_ENGINE_BUDGET ((int64_t)2 << 30)
+
+/* Dumps kept between engines and prompt groups of a case (so that fp8-vs-bf16 in each fp8 profile
+ * reuses the bf16 drives, noise-floor the fp64 oracle); beyond this the least recently used go. */
+#define CHK_DUMP_BUDGET ((int64_t)1 << 30)
 
 void chk_run_init(chk_run *r, const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
                   mla_rep_run *rep, mla_runner_totals *tot)
@@ -102,25 +107,28 @@ void chk_drives_release(chk_run *r, mla_dump **dumps)
 {
     for (int i = 0; i < r->n_drv; i++)
         if (r->drv[i].dumps == dumps) {
+            r->drv_bytes -= r->drv[i].bytes;
             drive_free(&r->drv[i]);
             r->drv[i] = r->drv[--r->n_drv];
             return;
         }
 }
 
-void chk_drives_drop_engine(chk_run *r, const char *engine)
+void chk_drives_trim(chk_run *r)
 {
-    for (int i = r->n_drv - 1; i >= 0; i--)
-        if (!strcmp(r->drv[i].engine, engine)) {
-            drive_free(&r->drv[i]);
-            r->drv[i] = r->drv[--r->n_drv];
-        }
+    while (r->n_drv > 0 && r->drv_bytes > CHK_DUMP_BUDGET) {
+        int lru = 0;
+        for (int i = 1; i < r->n_drv; i++)
+            if (r->drv[i].used < r->drv[lru].used) lru = i;
+        chk_drives_release(r, r->drv[lru].dumps);
+    }
 }
 
 void chk_drives_flush(chk_run *r)
 {
     for (int i = 0; i < r->n_drv; i++) drive_free(&r->drv[i]);
     r->n_drv = 0;
+    r->drv_bytes = 0;
 }
 
 int chk_case_has(const mla_suite_case *c, mla_suite_check k) { return mla_suite_case_has_check(c, k); }
@@ -252,6 +260,19 @@ mla_status chk_drive_fresh(chk_run *r, const char *engine, mla_profile prof, int
     return drive(r, engine, &ro, g, d, dumps);
 }
 
+static int64_t tensor_bytes(const mla_tensor *t)
+{
+    return t ? mla_tensor_numel(t) * (int64_t)mla_dtype_size(t->dtype) : 0;
+}
+
+static int64_t dump_bytes(const mla_dump *d)
+{
+    int64_t n = tensor_bytes(d->tokens);
+    for (int t = 0; t < MLA_TAP_COUNT; t++) n += tensor_bytes(d->global[t]);
+    for (int i = 0; i < d->n_layers * MLA_TAP_COUNT; i++) n += tensor_bytes(d->layer[i]);
+    return n;
+}
+
 static int drive_same(const chk_drive *x, const char *engine, const mla_run_opts *ro, const mla_drive_opts *d,
                       const chk_group *g)
 {
@@ -270,6 +291,7 @@ mla_status chk_dumps(chk_run *r, const char *engine, mla_profile prof, int fault
     chk_run_opts(r, prof, faults, g, &ro);
     for (int i = 0; i < r->n_drv; i++)
         if (drive_same(&r->drv[i], engine, &ro, d, g)) {
+            r->drv[i].used = ++r->clock;
             *out = r->drv[i].dumps;
             return MLA_OK;
         }
@@ -299,6 +321,9 @@ mla_status chk_dumps(chk_run *r, const char *engine, mla_profile prof, int fault
         free(x.dumps);
         return st;
     }
+    for (int i = 0; i < x.n; i++) x.bytes += dump_bytes(x.dumps[i]);
+    x.used = ++r->clock;
+    r->drv_bytes += x.bytes;
     r->drv[r->n_drv++] = x;
     *out = x.dumps;
     return MLA_OK;
