@@ -260,6 +260,9 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
                         run_engine(&r, prof, eng, &groups[gi], ei == n_eng - 1);
                 }
             }
+            /* engines serve one profile (the profile is in their key; another profile's drives that a
+             * check needs, as fp8-vs-bf16's bf16 side, are usually cached dumps by then) */
+            chk_engines_close(&r);
             chk_verdicts_flush(&r);
         }
         if (st) chk_verdicts_flush(&r);

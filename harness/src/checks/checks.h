@@ -32,7 +32,7 @@ typedef struct chk_verdict {
     char first_tap[32], msg[512];
 } chk_verdict;
 
-/* An open engine of the drive cache: kept across the checks of a case, reset before each drive. */
+/* An open engine of the drive cache: kept across the checks of a (case, profile), reset before each drive. */
 typedef struct chk_engine {
     char *name;
     mla_run_opts ro;   /* the key with name: every option that changes what the engine computes */
@@ -113,7 +113,7 @@ void chk_run_init(chk_run *r, const mla_suite *s, const mla_rules *rules, const 
 void chk_run_free(chk_run *r);
 /* Starts a case on model m (borrowed until chk_engines_close): sets how many engines may stay open. */
 void chk_run_set_case(chk_run *r, const mla_suite_case *cs, mla_model *m);
-/* Closes every cached engine (the case's model is about to go). */
+/* Closes every cached engine (end of a profile; the case's model is about to go). */
 void chk_engines_close(chk_run *r);
 /* Frees every cached dump (end of a case: the keys name the case's prompts). */
 void chk_drives_flush(chk_run *r);

@@ -1,8 +1,8 @@
 /* common.c: what every check shares: the run state, check names, the drive cache and the group
  * comparison.
  *
- * The drive cache. An engine is opened and loaded once per (name, run options) within a case and
- * reset before each drive (mla_drive does), instead of once per drive: loading converts or uploads
+ * The drive cache. An engine is opened and loaded once per (name, run options) within a (case,
+ * profile) and reset before each drive (mla_drive does), instead of once per drive: loading converts or uploads
  * every weight. The run options hold everything that changes what an engine computes (profile,
  * injected faults, kv splits, max_seq_len, block size, batch size, block shuffling, seed), so a
  * drive with other options gets its own engine. The dumps of one drive are kept within the case,
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Engines kept open per case: up to CHK_MAX_ENGINES, enough for every engine of one profile of the
+/* Engines kept open per (case, profile): up to CHK_MAX_ENGINES, enough for every engine of one profile of the
  * gpu suite's tiny-v3-gpu (the batch, four single sequences, one kv split, the reference), while
  * their weights (counted in double, the reference's resident form) fit CHK_ENGINE_BUDGET; always at
  * least two, the candidate and its baseline. tiny-v3 (34 MB) keeps 8, v3-layer (1.8 GB) keeps 2. */
