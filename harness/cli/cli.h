@@ -29,6 +29,15 @@ int cli_exit_for(mla_status st);
 /* Exit code for a run of counted cases: a library status first (cli_exit_for), then a failed case
  * -> 1, every case skipped -> 77, else 0. */
 int cli_exit_for_counts(mla_status st, int n_failed, int n_skipped, int n_cases);
+/* Exit code of a suite run (run, sweep): the runner's status, then its totals: every failure an
+ * error -> 2 or 3 (as cli_exit_for, non-finite logits being the engine's), a failed comparison -> 1,
+ * nothing passed -> 77. */
+struct mla_runner_totals;
+int cli_exit_for_run(mla_status st, const struct mla_runner_totals *t);
+/* Exit code of `mlacheck golden`: any error -> 3. */
+int cli_exit_for_golden(mla_status st, const struct mla_runner_totals *t);
+/* Under --git-bisect: pass -> 0, fail -> 1, anything else -> 125 (git bisect skip). */
+int cli_exit_git_bisect(int code, int git_bisect);
 /* A project folder ("suites", "golden", "results"): ./name when it exists, else the source tree's. */
 const char *cli_dir(const char *name, char *buf, size_t n);
 /* The git sha of the source tree (or "unknown"). */

@@ -1,7 +1,8 @@
-/* cli_common.c: exit codes, project folders, git sha, fault lists. */
+/* cli_common.c: exit codes (the only mapping from results to them), project folders, git sha, fault lists. */
 #include "cli.h"
 
 #include "mla/backend.h"
+#include "mlacheck/runner.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,30 @@ int cli_exit_for_counts(mla_status st, int n_failed, int n_skipped, int n_cases)
     if (n_failed) return CLI_EXIT_FAIL;
     if (n_cases > 0 && n_skipped == n_cases) return CLI_EXIT_SKIP;
     return CLI_EXIT_PASS;
+}
+
+int cli_exit_for_run(mla_status st, const mla_runner_totals *t)
+{
+    if (st) return cli_exit_for(st);
+    if (t->fail && t->error >= t->fail) {
+        /* every failure was an error, none a comparison: the engine (3) when it ran out of memory,
+         * failed on the device or produced non-finite logits, else bad input (2) */
+        mla_status e = t->first_error_status;
+        return e == MLA_ERR_DEVICE || e == MLA_ERR_NOMEM || e == MLA_ERR_NONFINITE ? CLI_EXIT_ENGINE : CLI_EXIT_USAGE;
+    }
+    if (t->fail) return CLI_EXIT_FAIL;
+    return t->pass == 0 ? CLI_EXIT_SKIP : CLI_EXIT_PASS;
+}
+
+int cli_exit_for_golden(mla_status st, const mla_runner_totals *t)
+{
+    return st || t->error ? CLI_EXIT_ENGINE : CLI_EXIT_PASS;
+}
+
+int cli_exit_git_bisect(int code, int git_bisect)
+{
+    if (!git_bisect) return code;
+    return code == CLI_EXIT_PASS ? 0 : code == CLI_EXIT_FAIL ? 1 : CLI_EXIT_BISECT_SKIP;
 }
 
 const char *cli_dir(const char *name, char *buf, size_t n)

@@ -18,10 +18,19 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int bisect_map(int code, int git_bisect)
+/* Names the failures on the terminal: case, check, profile, path, first diverging tap, message
+ * (the rows of summary.md's failing checks), at most CLI_RUN_SHOWN of them. */
+#define CLI_RUN_SHOWN 40
+static void print_failures(const mla_runner_totals *t)
 {
-    if (!git_bisect) return code;
-    return code == CLI_EXIT_PASS ? 0 : code == CLI_EXIT_FAIL ? 1 : CLI_EXIT_BISECT_SKIP;
+    for (int i = 0; i < t->n_failures && i < CLI_RUN_SHOWN; i++) {
+        const mla_runner_failure *f = &t->failures[i];
+        printf("| %s | %s | %s | %s | **FAIL** | ", f->case_name, f->check, f->profile, f->path);
+        if (f->first_layer >= 0) printf("layer %d ", f->first_layer);
+        printf("%s | %s |\n", f->first_tap, f->message);
+    }
+    if (t->n_failures > CLI_RUN_SHOWN)
+        printf("... and %d more failures (summary.md lists them all)\n", t->n_failures - CLI_RUN_SHOWN);
 }
 
 /* Loads suite + rules; prints errors. Returns 0 or an exit code. */
@@ -51,7 +60,7 @@ static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const 
     mla_status st = mla_rep_new(results, s->name, &rep);
     if (st) {
         fprintf(stderr, "mlacheck: results %s: %s\n", results, mla_last_error());
-        return bisect_map(CLI_EXIT_USAGE, git_bisect);
+        return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     }
     char sha[64];
     mla_rep_set_git_sha(rep, cli_git_sha(sha, sizeof sha));
@@ -68,41 +77,13 @@ static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const 
         if (note && note[0]) printf("note: %s\n", note);
     }
     if (fs) fprintf(stderr, "mlacheck: writing the report: %s\n", mla_last_error());
-    if (tot.fail) {
-        /* name the failures on the terminal too: case, check and first diverging tap */
-        FILE *f;
-        char p[1200];
-        snprintf(p, sizeof p, "%s/summary.md", out);
-        if ((f = fopen(p, "r"))) {
-            char line[2048];
-            int shown = 0;
-            while (fgets(line, sizeof line, f) && shown < 40)
-                if (strstr(line, "FAIL")) {
-                    fputs(line, stdout);
-                    shown++;
-                }
-            fclose(f);
-        }
-    }
-    int code;
-    if (st) {
-        fprintf(stderr, "mlacheck: %s\n", mla_last_error());
-        code = cli_exit_for(st);
-    } else if (tot.fail && tot.error >= tot.fail) {
-        /* every failure was an error, none a comparison: bad input (2) or the engine (3) */
-        mla_status e = tot.first_error_status;
-        code = (e == MLA_ERR_DEVICE || e == MLA_ERR_NOMEM || e == MLA_ERR_NONFINITE) ? CLI_EXIT_ENGINE
-                                                                                      : CLI_EXIT_USAGE;
-    } else if (tot.fail) {
-        code = CLI_EXIT_FAIL;
-    } else if (tot.pass == 0) {
-        code = CLI_EXIT_SKIP;
-    } else {
-        code = CLI_EXIT_PASS;
-    }
+    if (tot.fail) print_failures(&tot);
+    int code = cli_exit_for_run(st, &tot);
+    if (st) fprintf(stderr, "mlacheck: %s\n", mla_last_error());
     if (tot.error && tot.first_error[0]) fprintf(stderr, "mlacheck: first error: %s\n", tot.first_error);
+    mla_runner_totals_free(&tot);
     mla_rep_free(rep);
-    return bisect_map(code, git_bisect);
+    return cli_exit_git_bisect(code, git_bisect);
 }
 
 int cli_run(int argc, char **argv)
@@ -131,19 +112,19 @@ int cli_run(int argc, char **argv)
         case 'k': ro.kv_splits = atoi(optarg); break;
         case 'b': git_bisect = 1; break;
         case 'q': quiet = 1; break;
-        default: fprintf(stderr, "mlacheck run: see mlacheck --help\n"); return bisect_map(CLI_EXIT_USAGE, git_bisect);
+        default: fprintf(stderr, "mlacheck run: see mlacheck --help\n"); return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
         }
     }
     if (optind < argc) {
         fprintf(stderr, "mlacheck run: unexpected argument '%s'\n", argv[optind]);
-        return bisect_map(CLI_EXIT_USAGE, git_bisect);
+        return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     }
     ro.golden_dir = golden ? golden : cli_dir("golden", gd, sizeof gd);
     ro.progress = isatty(2) && !quiet;
     mla_suite *s;
     mla_rules *rules;
     int e = load_suite(suite, &s, &rules);
-    if (e) return bisect_map(e, git_bisect);
+    if (e) return cli_exit_git_bisect(e, git_bisect);
     int code = run_suite(s, rules, &ro, results ? results : cli_dir("results", rd, sizeof rd), git_bisect, quiet);
     mla_suite_free(s);
     mla_rules_free(rules);
@@ -189,7 +170,7 @@ int cli_golden(int argc, char **argv)
     int code = 0;
     if (st || tot.error) {
         fprintf(stderr, "mlacheck golden: %s\n", st ? mla_last_error() : tot.first_error);
-        code = CLI_EXIT_ENGINE;
+        code = cli_exit_for_golden(st, &tot);
     } else {
         printf("golden candidates written to %s\n", stage);
         if (update) {
@@ -212,6 +193,7 @@ int cli_golden(int argc, char **argv)
             printf("review them, then: mlacheck golden --suite %s --update --reason \"why\"\n", suite);
         }
     }
+    mla_runner_totals_free(&tot);
     mla_suite_free(s);
     mla_rules_free(rules);
     return code;

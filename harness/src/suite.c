@@ -17,12 +17,12 @@
 #define MAX_PROMPT_LEN (1 << 24)
 
 static const char *const check_names[MLA_CHECK_COUNT] = {
-#define X(e, n, d) n,
+#define X(e, n, d, needs, fn) n,
     MLA_SUITE_CHECK_LIST(X)
 #undef X
 };
 static const char *const check_whats[MLA_CHECK_COUNT] = {
-#define X(e, n, d) d,
+#define X(e, n, d, needs, fn) d,
     MLA_SUITE_CHECK_LIST(X)
 #undef X
 };

@@ -22,17 +22,35 @@ typedef struct mla_runner_opts {
     const char *git_sha;      /* recorded in written goldens */
 } mla_runner_opts;
 
+/* One failed verdict, as the report records it. */
+typedef struct mla_runner_failure {
+    char *case_name;       /* owned */
+    char check[64];        /* "check" or "check@engine" */
+    char profile[16];
+    char path[16];         /* prefill, decode, chunked, decoded or "-" */
+    int first_layer;       /* -1: a global tap, or none */
+    char first_tap[32];    /* "" when the failure was an error */
+    char message[512];
+    int is_error;          /* 1: an error (bad input, engine), not a comparison */
+} mla_runner_failure;
+
 typedef struct mla_runner_totals {
     int pass, fail, skip, error; /* error: failed checks whose cause was an error, not a comparison */
     mla_status first_error_status;
     char first_error[512];
+    mla_runner_failure *failures; /* [n_failures] every failed verdict, in report order (owned) */
+    int n_failures, cap_failures;
+    int64_t engine_loads;         /* engines opened and loaded during the run */
 } mla_runner_totals;
 
 /* Runs the suite, adding rows and verdicts to rep (may be NULL when writing goldens). Engine or
  * input errors inside a case are recorded as failed checks with the message and counted in
- * totals.error; the return value is an error only when nothing could run (bad rules, no model). */
+ * totals.error; the return value is an error only when nothing could run (bad rules, no model).
+ * totals is overwritten; free it with mla_runner_totals_free, whatever the result. */
 mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
                           mla_rep_run *rep, mla_runner_totals *totals);
+
+void mla_runner_totals_free(mla_runner_totals *totals);
 
 /* Tokens of a suite prompt for a vocabulary (random prompts are drawn from their seed).
  * Caller frees *tokens. */

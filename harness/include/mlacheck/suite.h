@@ -48,22 +48,49 @@ typedef enum {
         MLA_SUITE_PATH_COUNT
 } mla_suite_path;
 
-/* X(enum, name, what it compares) */
-#define MLA_SUITE_CHECK_LIST(X)                                                                   \
-    X(MLA_CHECK_GOLDEN, "golden", "each engine against the baseline named by 'against'")          \
-    X(MLA_CHECK_CROSS_ENGINE, "cross-engine", "every engine against the first engine")           \
-    X(MLA_CHECK_DECODE_VS_PREFILL, "decode-vs-prefill", "decode path against prefill, same tokens") \
-    X(MLA_CHECK_ABSORBED_VS_NAIVE, "absorbed-vs-naive", "absorbed (MQA) form against naive (MHA)") \
-    X(MLA_CHECK_CHUNKED_VS_WHOLE, "chunked-vs-whole", "chunked prefill against one-shot prefill")  \
-    X(MLA_CHECK_DETERMINISM, "determinism", "the same run twice, bitwise")                       \
-    X(MLA_CHECK_FP8_VS_BF16, "fp8-vs-bf16", "each fp8 profile against bf16")                      \
-    X(MLA_CHECK_NOISE_FLOOR, "noise-floor", "error vs fp64 within k times the bf16 reference's")  \
-    X(MLA_CHECK_SWEEP, "sweep", "decode against prefill along kv_lens")                          \
-    X(MLA_CHECK_BATCH_INVARIANCE, "batch-invariance", "each sequence alone against the same sequence in the batch") \
-    X(MLA_CHECK_SPLIT_INVARIANCE, "split-invariance", "decode with one KV split against the engine's own choice")
+/* What a check reads from the group's own drives of the engine under test; the runner drives each
+ * needed path once, before the first check (harness/src/checks/common.c), and hands the dumps to
+ * every check that needs them. A check may drive more (other engines, profiles, options) itself. */
+enum {
+    MLA_CHECK_NEEDS_PREFILL = 1,       /* the prefill path */
+    MLA_CHECK_NEEDS_DECODE = 2,        /* the decode path, when the case lists it */
+    MLA_CHECK_NEEDS_CHUNKED = 4,       /* the chunked path, when the case lists it */
+    MLA_CHECK_NEEDS_DECODE_ALWAYS = 8  /* the decode path even when the case does not list it */
+};
+
+/* The checks, in the order they run for each (case, profile, prompt group, engine).
+ * X(enum, name, what it compares, needs, function)
+ *   name      also the rule key: rules.tol's check column matches "name" (reference engine) or
+ *             "name@engine";
+ *   needs     MLA_CHECK_NEEDS_* bits;
+ *   function  the check, in harness/src/checks/ (checks.h says what it receives).
+ * Adding a check: one row here and one file in harness/src/checks/ (see check_example.c). */
+#define MLA_CHECK_NEEDS_PD (MLA_CHECK_NEEDS_PREFILL | MLA_CHECK_NEEDS_DECODE)
+#define MLA_SUITE_CHECK_LIST(X)                                                                                 \
+    X(MLA_CHECK_GOLDEN, "golden", "each engine against the baseline named by 'against'",                       \
+      MLA_CHECK_NEEDS_PD, chk_golden)                                                                           \
+    X(MLA_CHECK_DECODE_VS_PREFILL, "decode-vs-prefill", "decode path against prefill, same tokens",             \
+      MLA_CHECK_NEEDS_PD, chk_decode_vs_prefill)                                                                \
+    X(MLA_CHECK_CHUNKED_VS_WHOLE, "chunked-vs-whole", "chunked prefill against one-shot prefill",               \
+      MLA_CHECK_NEEDS_PREFILL | MLA_CHECK_NEEDS_CHUNKED, chk_chunked_vs_whole)                                  \
+    X(MLA_CHECK_SWEEP, "sweep", "decode against prefill along kv_lens",                                       \
+      MLA_CHECK_NEEDS_PREFILL | MLA_CHECK_NEEDS_DECODE_ALWAYS, chk_sweep)                                       \
+    X(MLA_CHECK_ABSORBED_VS_NAIVE, "absorbed-vs-naive", "absorbed (MQA) form against naive (MHA)",              \
+      MLA_CHECK_NEEDS_PREFILL, chk_absorbed_vs_naive)                                                           \
+    X(MLA_CHECK_DETERMINISM, "determinism", "the same run twice, bitwise",                                    \
+      MLA_CHECK_NEEDS_PREFILL, chk_determinism)                                                                 \
+    X(MLA_CHECK_BATCH_INVARIANCE, "batch-invariance", "each sequence alone against the same sequence in the batch", \
+      MLA_CHECK_NEEDS_PD, chk_batch_invariance)                                                                 \
+    X(MLA_CHECK_SPLIT_INVARIANCE, "split-invariance", "decode with one KV split against the engine's own choice", \
+      MLA_CHECK_NEEDS_PD, chk_split_invariance)                                                                 \
+    X(MLA_CHECK_FP8_VS_BF16, "fp8-vs-bf16", "each fp8 profile against bf16",                                  \
+      MLA_CHECK_NEEDS_PD, chk_fp8_vs_bf16)                                                                      \
+    X(MLA_CHECK_NOISE_FLOOR, "noise-floor", "error vs fp64 within k times the bf16 reference's",               \
+      MLA_CHECK_NEEDS_PREFILL, chk_noise_floor)                                                                 \
+    X(MLA_CHECK_CROSS_ENGINE, "cross-engine", "every engine against the first engine", 0, chk_cross_engine)
 
 typedef enum {
-#define MLA_SUITE_CHECK_ENUM(e, n, d) e,
+#define MLA_SUITE_CHECK_ENUM(e, n, d, needs, fn) e,
     MLA_SUITE_CHECK_LIST(MLA_SUITE_CHECK_ENUM)
 #undef MLA_SUITE_CHECK_ENUM
         MLA_CHECK_COUNT

@@ -1,0 +1,58 @@
+/* invariance.c: what must not change a result: running again (determinism, bitwise), the other
+ * sequences of a batch (batch-invariance), and the number of KV splits (split-invariance). */
+#include "checks.h"
+
+#include <stdlib.h>
+
+/* The same drive a second time on the same (reset) engine: never served from the drive cache. */
+void chk_determinism(chk_ctx *c)
+{
+    int n = c->g->n;
+    mla_dump **again = calloc((size_t)n, sizeof *again);
+    mla_status st = again ? chk_drive_fresh(c->r, c->engine, c->prof, c->is_cand, c->g, &c->dp, again)
+                          : mla_errorf(MLA_ERR_NOMEM, "determinism: %d dumps", n);
+    if (st) chk_verdict_error(c->r, c->check, "prefill", st);
+    else chk_compare_group(c->r, c->check, "prefill", c->pre, again, n, 1);
+    if (again) chk_dumps_free(again, n);
+    free(again);
+}
+
+/* A sequence's outputs must not depend on the other sequences of its batch: each sequence alone
+ * (its own engine: one cache slot, identity block table) against the same sequence in the batch. */
+void chk_batch_invariance(chk_ctx *c)
+{
+    const chk_group *g = c->g;
+    if (g->n < 2) {
+        chk_verdict_skip(c->r, c->check, "prefill", "needs a batch of two or more sequences");
+        return;
+    }
+    for (int i = 0; i < g->n; i++) {
+        chk_group one = {.n = 1, .cap = 1, .tok = &g->tok[i], .len = &g->len[i]};
+        mla_dump **solo;
+        mla_status st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, &one, &c->dp, &solo);
+        if (st) {
+            chk_verdict_error(c->r, c->check, "prefill", st);
+            return;
+        }
+        chk_compare_group(c->r, c->check, "prefill", &c->pre[i], solo, 1, 0);
+        if (c->dec) {
+            if ((st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, &one, &c->dd, &solo))) {
+                chk_verdict_error(c->r, c->check, "decode", st);
+                return;
+            }
+            chk_compare_group(c->r, c->check, "decode", &c->dec[i], solo, 1, 0);
+        }
+    }
+}
+
+/* Decode with a single KV split (no LSE combine) against the engine's own split choice. */
+void chk_split_invariance(chk_ctx *c)
+{
+    if (!c->dec) return;
+    c->r->kv_splits = 1;
+    mla_dump **one_split;
+    mla_status st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, c->g, &c->dd, &one_split);
+    c->r->kv_splits = 0;
+    if (st) chk_verdict_error(c->r, c->check, "decode", st);
+    else chk_compare_group(c->r, c->check, "decode", c->dec, one_split, c->g->n, 0);
+}
