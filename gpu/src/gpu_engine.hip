@@ -396,6 +396,16 @@ static mla_status load_layer(gpu_ctx *c, int i)
     return st;
 }
 
+/* Poison: unwritten rows decode as NaN (fnuz has its NaN at 0x80), so a read past the written
+ * tokens shows up in every tap downstream. Done at load and at every reset, so an engine reused
+ * across drives (the harness keeps engines open) never shows a kernel the previous drive's rows. */
+static mla_status poison_cache(gpu_ctx *c)
+{
+    int poison = c->kv_codec.fp8_fnuz ? 0x80 : 0xff;
+    for (int i = 0; i < c->cfg.num_hidden_layers; i++) MLA_HIP_CHECK(hipMemset(c->kv_pool[i], poison, c->kv_pool_bytes));
+    return MLA_OK;
+}
+
 static mla_status setup_cache(gpu_ctx *c)
 {
     const mla_config *g = &c->cfg;
@@ -417,17 +427,16 @@ static mla_status setup_cache(gpu_ctx *c)
     c->h_tables = (int32_t *)malloc((size_t)c->n_blocks * 4);
     c->seq_len = (int *)calloc((size_t)o->max_seqs, sizeof(int));
     if (!c->kv_pool || !c->h_tables || !c->seq_len) return mla_errorf(MLA_ERR_NOMEM, "gpu: cache tables");
-    /* Poison: unwritten rows decode as NaN (fnuz has its NaN at 0x80), so a read past the
-     * written tokens shows up in every tap downstream. */
-    int poison = c->kv_codec.fp8_fnuz ? 0x80 : 0xff;
+    c->kv_pool_bytes = pool;
     char what[200];
     snprintf(what, sizeof what, "the paged KV cache (%d layers x %d sequences x %d tokens x %d B/row)", L,
              o->max_seqs, c->blocks_per_seq * o->block_size, c->row_bytes);
     for (int i = 0; i < L; i++) {
         mla_status st = gpu_malloc((void **)&c->kv_pool[i], pool, what);
         if (st) return st;
-        MLA_HIP_CHECK(hipMemset(c->kv_pool[i], poison, pool));
     }
+    mla_status pst = poison_cache(c);
+    if (pst) return pst;
     for (int i = 0; i < c->n_blocks; i++) c->h_tables[i] = i;
     if (o->shuffle_blocks) mla_rng_shuffle_i32(c->h_tables, c->n_blocks, o->seed);
     return upload((void **)&c->d_tables, c->h_tables, (size_t)c->n_blocks * 4);
@@ -502,7 +511,7 @@ static mla_status gpu_reset(void *vctx)
     memset(c->seq_len, 0, (size_t)c->opts.max_seqs * sizeof(int));
     c->ntok = 0;
     for (int i = 0; i < (c->cfg.num_hidden_layers + 1) * MLA_TAP_COUNT; i++) c->taps[i].valid = 0;
-    return MLA_OK;
+    return poison_cache(c);
 }
 
 static const mla_backend_ops gpu_ops = {

@@ -76,6 +76,7 @@ typedef struct gpu_ctx {
     mla_kv_codec kv_codec; /* the rows' format (mla/kv.h), fixed at load */
     int row_bytes, blocks_per_seq, n_blocks;
     uint8_t **kv_pool;   /* [L] device pools */
+    size_t kv_pool_bytes; /* bytes of each layer's pool */
     int32_t *d_tables;   /* [max_seqs, blocks_per_seq] */
     int32_t *h_tables;
     int *seq_len;        /* [max_seqs] cached tokens, host */
