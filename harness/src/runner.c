@@ -4,6 +4,8 @@
 #include "mlacheck/runner.h"
 
 #include "checks/checks.h"
+#include "mla_core/hash.h"
+#include "mla_core/rng.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,14 +13,6 @@
 #include <string.h>
 
 /* ---------- prompts and golden names ---------- */
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab,
                                     int32_t **tokens, int *n)
@@ -29,7 +23,7 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
         int32_t *t = malloc((size_t)(p->len + 1) * sizeof(int32_t));
         if (!t) return mla_errorf(MLA_ERR_NOMEM, "prompt");
         uint64_t s = p->seed;
-        for (int i = 0; i < p->len; i++) t[i] = (int32_t)(splitmix64(&s) % (uint64_t)vocab);
+        for (int i = 0; i < p->len; i++) t[i] = (int32_t)mla_rng_below(&s, (uint64_t)vocab);
         *tokens = t;
         *n = p->len;
         return MLA_OK;
@@ -89,14 +83,8 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
 void mla_runner_golden_path(const char *golden_dir, const char *model, const char *profile,
                             const char *path, const int32_t *tokens, int n, char *out, size_t size)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < n; i++) {
-        uint32_t v = (uint32_t)tokens[i];
-        for (int b = 0; b < 4; b++) {
-            h ^= (v >> (8 * b)) & 0xFF;
-            h *= 0x100000001b3ull;
-        }
-    }
+    uint64_t h = MLA_FNV1A_INIT;
+    for (int i = 0; i < n; i++) h = mla_fnv1a_u32(h, (uint32_t)tokens[i]);
     const char *base = strrchr(model, '/');
     base = base ? base + 1 : model;
     snprintf(out, size, "%s/%s/%s/%s-%d-%08x.h5", golden_dir, base, profile, path, n, (unsigned)(h & 0xffffffffu));
