@@ -30,8 +30,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         /* the main job: the default suite */
-        char *args[] = {argv[0], "run", NULL};
-        return cli_run(2, args);
+        char *args[] = {"run", NULL}; /* as `mlacheck run`: argv[0] is the command's name */
+        return cli_run(1, args);
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
