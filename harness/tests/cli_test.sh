@@ -54,6 +54,24 @@ blas-kernels)
         echo "batch invariance with OpenBLAS core $core: pass"
     done
     ;;
+many-prompts)
+    # a batch of 70 sequences (past the runner's old fixed 64) is run and compared whole: the
+    # determinism rows of 70 prompts are 70 times those of one prompt, and batch invariance passes
+    for n in 1 70; do
+        { echo "[suite]"; echo "description = $n prompts in one batch"; echo "[case many]"
+          echo "model = tiny-v3"; echo "engines = ref"; echo "profiles = fp64"; echo "paths = prefill"
+          echo "batch = $n"; echo "checks = determinism, batch-invariance"
+          printf "prompts = random:len=4,seed=1"; for i in $(seq 2 $n); do printf " ; random:len=%d,seed=%d" $((3 + i % 5)) $i; done; echo
+        } >"$TMP/many$n.suite"
+        expect_code 0 "$MLA" run --suite "$TMP/many$n.suite" --quiet --results "$TMP/r$n"
+    done
+    one=$(awk -F'\t' '$2 == "determinism"' "$TMP"/r1/*/metrics.tsv | wc -l)
+    all=$(awk -F'\t' '$2 == "determinism"' "$TMP"/r70/*/metrics.tsv | wc -l)
+    bi=$(awk -F'\t' '$2 == "batch-invariance"' "$TMP"/r70/*/metrics.tsv | wc -l)
+    echo "determinism rows: 1 prompt $one, 70 prompts $all; batch-invariance rows $bi"
+    [ "$one" -gt 0 ] && [ "$all" = $((70 * one)) ] || fail "expected 70 x $one determinism rows, got $all"
+    [ "$bi" = $((70 * one)) ] || fail "expected 70 x $one batch-invariance rows, got $bi"
+    ;;
 dump-schema)
     # dump writes /tokens, /logits (every position on the decode path), /final_norm, /layers/<i>/<tap> as f64
     expect_code 0 "$MLA" dump --model tiny-v3 --tokens 3,1,4,1,5 --path decode --prefill-len 2 --profile fp64 --out "$TMP/d.h5"
