@@ -55,6 +55,11 @@ expect2 "wrong shape" "dataset out has shape \[3, 128, 500\], expected float32 \
 cp "$T/keep.h5" "$T/x/$c.out.h5" && "$PY" -c '
 import h5py,sys,numpy as np; f=h5py.File(sys.argv[1],"a"); a=f["out"][()]; del f["out"]; f["out"]=a.astype(np.float16)' "$T/x/$c.out.h5"
 expect2 "wrong dtype" "dataset out: float of 2 bytes, expected float32"
+cp "$T/keep.h5" "$T/x/$c.out.h5" && "$PY" -c '
+import h5py,sys,numpy as np; f=h5py.File(sys.argv[1],"a"); del f["out"]; f["out"]=np.full((3,128,512),np.nan,np.float32)' "$T/x/$c.out.h5"
+"$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat "$T/out"; fail "NaN out written around the package: exit $rc, expected 1"; }
+grep -Eq "^FAIL +$c .* mqa_out: " "$T/out" || { cat "$T/out"; fail "NaN out: case and tensor not named"; }
 cp "$T/keep.h5" "$T/x/$c.out.h5"
 
 # 4. a case the kernel marks unsupported is SKIP with its reason; the others still judged
