@@ -392,8 +392,13 @@ static mla_status opx_judge_case(const char *dir, const mla_opcase *c, const mla
     int have_in = 0;
     float *out = NULL, *lse = NULL;
     char why[256];
+    char id[sizeof c->name];
     int sk = f >= 0 ? opx_root_str(f, "skipped", why, sizeof why) : 0;
+    int has_id = f >= 0 ? opx_root_str(f, "id", id, sizeof id) : 0;
     if (f < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: not an HDF5 file", path);
+    else if (has_id > 0 && strcmp(id, c->name))
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute id is '%s', expected '%s' (outputs of another case)", path, id,
+                        c->name);
     else if (sk < 0) st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute skipped: expected a string (the reason)", path);
     else if (sk > 0) {
         r->verdict = MLA_OPCASE_SKIP;

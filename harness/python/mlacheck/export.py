@@ -50,7 +50,7 @@ class ExportedCase:
         if self.meta.get("id") != self.id:
             raise CaseError(f"{self.path}: id {self.meta.get('id')!r}, expected {self.id!r} (cases.json)")
         for k, v in self.meta.items():
-            if k not in ("s_q",):
+            if k not in ("s_q", "features", "id"):  # those three come from cases.json, as lists
                 setattr(self, k, v)
         self.s_q = [int(x) for x in entry["s_q"]]
         self.seq_lens_list = [int(x) for x in entry["seq_lens"]]

@@ -55,6 +55,8 @@ expect2 "wrong shape" "dataset out has shape \[3, 128, 500\], expected float32 \
 cp "$T/keep.h5" "$T/x/$c.out.h5" && "$PY" -c '
 import h5py,sys,numpy as np; f=h5py.File(sys.argv[1],"a"); a=f["out"][()]; del f["out"]; f["out"]=a.astype(np.float16)' "$T/x/$c.out.h5"
 expect2 "wrong dtype" "dataset out: float of 2 bytes, expected float32"
+cp "$T/x/mqa-v3-h128-p1-fp8kv-real-bc.out.h5" "$T/x/$c.out.h5"
+expect2 "another case's outputs" "attribute id is 'mqa-v3-h128-p1-fp8kv-real-bc', expected '$c'"
 cp "$T/keep.h5" "$T/x/$c.out.h5" && "$PY" -c '
 import h5py,sys,numpy as np; f=h5py.File(sys.argv[1],"a"); del f["out"]; f["out"]=np.full((3,128,512),np.nan,np.float32)' "$T/x/$c.out.h5"
 "$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
