@@ -422,23 +422,6 @@ done:
     return st;
 }
 
-mla_status mla_opcheck_judge_outputs(const mla_opcase *c, const float *out, const float *lse,
-                                     const mla_opcheck_opts *o, mla_opcase_result *r)
-{
-    memset(r, 0, sizeof *r);
-    if (!c || !out || !lse) return mla_errorf(MLA_ERR_INVALID, "opcheck judge: case, out or lse is NULL");
-    op_inputs in;
-    mla_status st = opcheck_inputs_make(c, &in);
-    if (st) return st;
-    double t0 = now_s();
-    st = opcheck_judge(c, &in, out, lse, o, r);
-    r->seconds = now_s() - t0;
-    opcheck_inputs_free(&in);
-    return st;
-}
-
-/* ---- suites ---------------------------------------------------------------------------------- */
-
 /* Counts one verdict into the summary (the first FAIL/ERROR and the first SKIP remembered). */
 void opcheck_tally(mla_opcheck_summary *s, const mla_opcase *c, const mla_opcase_result *r, char *first_skip,
                    size_t cap)

@@ -76,12 +76,6 @@ mla_status mla_opcheck_cases(const char *suite, mla_opcase **out, int *n);
 mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, const mla_opcheck_opts *o,
                                 mla_opcase_result *r);
 
-/* Judges outputs a kernel produced elsewhere (the export / judge route): out [T, H, C (mqa) | V (mha)]
- * and lse [T, H] of case c, f32, judged by the same reference run and comparison as
- * mla_opcheck_run_case. Sets r's verdict (PASS or FAIL). */
-mla_status mla_opcheck_judge_outputs(const mla_opcase *c, const float *out, const float *lse,
-                                     const mla_opcheck_opts *o, mla_opcase_result *r);
-
 /* Runs a suite ("ops-smoke" | "ops-full"). results (may be NULL) receives a new array of
  * summary->n_cases results (caller frees). MLA_OK when every selected case ran (failures are in the
  * summary); MLA_ERR_UNSUPPORTED when cand declined every selected case; MLA_ERR_NOT_FOUND for an
