@@ -1,6 +1,9 @@
 /* cli_ops.c: `mlacheck ops --engine E [--suite ops-smoke|ops-full] [--rules FILE]
  * [--format bf16|fp8|fp8ds|f32] [--filter SUBSTR]`: the attention operator cases (opcheck.h) through
- * the reference's or a plugin's operator, one line per case. */
+ * the reference's or a plugin's operator, one line per case.
+ * `mlacheck ops --export DIR [--suite S] [--format F] [--filter X]` writes the cases' inputs as HDF5
+ * instead, and `mlacheck ops --judge DIR [--rules FILE] [--format F] [--filter X]` judges the outputs
+ * a kernel wrote there (harness/python/README.md), with the same lines and exit codes. */
 #include "cli.h"
 
 #include "mlacheck/opcheck.h"
@@ -39,8 +42,9 @@ static int parse_format(const char *name, int *out)
 int cli_ops(int argc, char **argv)
 {
     static const struct option lo[] = {{"engine", 1, 0, 'e'}, {"suite", 1, 0, 's'}, {"rules", 1, 0, 'r'},
-                                       {"format", 1, 0, 'f'}, {"filter", 1, 0, 'k'}, {0, 0, 0, 0}};
-    const char *engine = NULL, *suite = "ops-smoke", *rules_path = NULL;
+                                       {"format", 1, 0, 'f'}, {"filter", 1, 0, 'k'}, {"export", 1, 0, 'x'},
+                                       {"judge", 1, 0, 'j'}, {0, 0, 0, 0}};
+    const char *engine = NULL, *suite = "ops-smoke", *rules_path = NULL, *export_dir = NULL, *judge_dir = NULL;
     mla_opcheck_opts o;
     mla_opcheck_opts_default(&o);
     o.on_case = ops_line;
@@ -50,22 +54,36 @@ int cli_ops(int argc, char **argv)
         case 's': suite = optarg; break;
         case 'r': rules_path = optarg; break;
         case 'k': o.filter = optarg; break;
+        case 'x': export_dir = optarg; break;
+        case 'j': judge_dir = optarg; break;
         case 'f':
             if (parse_format(optarg, &o.kv_format)) return CLI_EXIT_USAGE;
             break;
         default: return CLI_EXIT_USAGE;
         }
     }
-    if (!engine) {
-        fprintf(stderr, "mlacheck ops: --engine ref|plugin:<path.so> is required\n");
+    if (optind < argc) {
+        fprintf(stderr, "mlacheck ops: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
+    }
+    if (!!engine + !!export_dir + !!judge_dir != 1) {
+        fprintf(stderr, "mlacheck ops: give one of --engine ref|plugin:<path.so>, --export DIR, --judge DIR\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (export_dir) {
+        int n = 0;
+        mla_status st = mla_opcheck_export(suite, export_dir, &o, &n);
+        if (st) fprintf(stderr, "mlacheck ops: %s: %s\n", mla_strerror(st), mla_last_error());
+        else printf("%s: exported %d cases to %s (index %s/cases.json)\n", suite, n, export_dir, export_dir);
+        return cli_exit_for(st);
     }
     const mla_attn_ops *ops;
     mla_rules *rules = NULL;
     mla_opcheck_summary s = {0};
-    mla_status st = mla_opcheck_open(engine, &ops);
+    mla_status st = judge_dir ? MLA_OK : mla_opcheck_open(engine, &ops);
     if (!st && rules_path && !(st = mla_rules_load(rules_path, &rules))) o.rules = rules;
-    if (!st) st = mla_opcheck_run_suite(suite, ops, &o, &s, NULL);
+    if (!st) st = judge_dir ? mla_opcheck_judge_dir(judge_dir, &o, &s) : mla_opcheck_run_suite(suite, ops, &o, &s, NULL);
+    if (judge_dir) suite = judge_dir;
     if (st) fprintf(stderr, "mlacheck ops: %s: %s\n", mla_strerror(st), mla_last_error());
     printf("%s: %d cases, %d passed, %d failed, %d errors, %d skipped%s%s\n", suite, s.n_cases, s.n_pass, s.n_fail,
            s.n_error, s.n_skip, s.first_fail[0] ? "; first failure: " : "", s.first_fail);

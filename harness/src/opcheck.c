@@ -1,6 +1,7 @@
 /* opcheck.c: operator-level checks (opcheck.h): golden inputs from a case's seed, the candidate and
  * the f64 reference operator on the same inputs, compare out and lse, suites. */
 #include "mlacheck/opcheck.h"
+#include "opcheck_internal.h"
 #include "mlacheck/engine_registry.h"
 #include "mla/dtype.h"
 #include "mla_model/model.h"
@@ -36,19 +37,7 @@ static float op_value(uint64_t *s, double std, int clamp)
     return (float)mla_round_bf16(x);
 }
 
-/* Everything a case feeds the operator, owned. */
-typedef struct op_inputs {
-    int C, R, P, V, H, T, B;
-    double scale;
-    int32_t cu[MLA_OPCASE_MAX_BATCH + 1];
-    int32_t seq_lens[MLA_OPCASE_MAX_BATCH];
-    float *q, *kv_c, *k_pe, *w_kv_b; /* q [T,H,C+R] (mqa) or [T,H,P+R] (mha); kv_c/k_pe/w for mha */
-    uint8_t *pool;
-    int32_t *table;
-    mla_attn_cache kv;
-} op_inputs;
-
-static void inputs_free(op_inputs *in)
+void opcheck_inputs_free(op_inputs *in)
 {
     free(in->q); free(in->kv_c); free(in->k_pe); free(in->w_kv_b); free(in->pool); free(in->table);
     memset(in, 0, sizeof *in);
@@ -101,7 +90,7 @@ static void row_write(const mla_opcase *c, int C, int R, const float *lat, const
     }
 }
 
-static mla_status inputs_make(const mla_opcase *c, op_inputs *in)
+mla_status opcheck_inputs_make(const mla_opcase *c, op_inputs *in)
 {
     memset(in, 0, sizeof *in);
     mla_config cfg;
@@ -150,7 +139,7 @@ static mla_status inputs_make(const mla_opcase *c, op_inputs *in)
     if (!in->pool || !in->table || !perm || !lat || !in->q ||
         (c->kind == MLA_OP_MHA && (!in->kv_c || !in->k_pe || !in->w_kv_b))) {
         free(perm); free(lat);
-        inputs_free(in);
+        opcheck_inputs_free(in);
         return mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: inputs", c->name);
     }
     for (int64_t r = 0; r < (int64_t)nblocks * page; r++) row_nan(c->kv_format, c->fp8_fnuz, C, R, in->pool + r * rb);
@@ -223,35 +212,60 @@ void mla_opcheck_opts_default(mla_opcheck_opts *o)
     o->kv_format = -1;
 }
 
-/* The first feature of the case cand declines, or NULL. */
-static const char *declined(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *cand)
+/* The features a case asks of a kernel, in the order supports() is asked: the one table behind
+ * declined() and the export's feature list. */
+typedef struct { mla_attn_feature f; int64_t v; const char *name; } op_feature;
+
+static int feature_list(const mla_opcase *c, const op_inputs *in, op_feature q[OPCHECK_MAX_FEATURES])
 {
-    static _Thread_local char buf[96];
-    int mqa = c->kind == MLA_OP_MQA, multi = 0, ctx = 0;
+    int mqa = c->kind == MLA_OP_MQA, multi = 0, ctx = 0, n = 0;
     for (int b = 0; b < c->batch; b++) {
         multi |= c->s_q[b] > 1;
         ctx |= c->s_q[b] > 0 && c->seq_len[b] > c->s_q[b];
     }
+    q[n++] = (op_feature){mqa ? MLA_ATTN_FEAT_MQA : MLA_ATTN_FEAT_MHA, 0, mqa ? "mqa" : "mha"};
+    q[n++] = (op_feature){MLA_ATTN_FEAT_KV_FORMAT, c->kv_format, "kv format"};
+    if (c->fp8_fnuz) q[n++] = (op_feature){MLA_ATTN_FEAT_FP8_FNUZ, 1, "e4m3fnuz"};
+    q[n++] = (op_feature){MLA_ATTN_FEAT_PAGE_SIZE, c->page_size, "page size"};
+    q[n++] = (op_feature){MLA_ATTN_FEAT_NUM_HEADS, c->num_heads, "num heads"};
+    q[n++] = (op_feature){MLA_ATTN_FEAT_KV_LORA_RANK, in->C, "kv_lora_rank"};
+    q[n++] = (op_feature){MLA_ATTN_FEAT_ROPE_DIM, in->R, "rope dim"};
+    if (mqa && multi) q[n++] = (op_feature){MLA_ATTN_FEAT_MULTI_TOKEN_DECODE, 1, "multi-token decode"};
+    if (!mqa && ctx) q[n++] = (op_feature){MLA_ATTN_FEAT_MHA_CONTEXT, 1, "mha over cached context"};
+    return n;
+}
+
+/* How a declined feature is named: "kv format bf16", "page size 64", "e4m3fnuz". */
+static void feature_name(const mla_opcase *c, const op_feature *q, char *buf, size_t n)
+{
+    if (q->f == MLA_ATTN_FEAT_KV_FORMAT)
+        snprintf(buf, n, "kv format %s", mla_opcheck_profile_name(c->kv_format));
+    else if (q->v > 1)
+        snprintf(buf, n, "%s %lld", q->name, (long long)q->v);
+    else
+        snprintf(buf, n, "%s", q->name);
+}
+
+int opcheck_features(const mla_opcase *c, const op_inputs *in, char names[][48])
+{
+    op_feature q[OPCHECK_MAX_FEATURES];
+    int n = feature_list(c, in, q);
+    for (int i = 0; i < n; i++) feature_name(c, &q[i], names[i], 48);
+    return n;
+}
+
+/* The first feature of the case cand declines, or NULL. */
+static const char *declined(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *cand)
+{
+    static _Thread_local char buf[96];
+    op_feature q[OPCHECK_MAX_FEATURES];
+    int n = feature_list(c, in, q);
+    int mqa = c->kind == MLA_OP_MQA;
     if (mqa ? !cand->mqa || !cand->supports(MLA_ATTN_FEAT_MQA, 0) : !cand->mha || !cand->supports(MLA_ATTN_FEAT_MHA, 0))
         return mqa ? "mqa" : "mha";
-    struct { mla_attn_feature f; int64_t v; int ask; const char *name; } q[] = {
-        {MLA_ATTN_FEAT_KV_FORMAT, c->kv_format, 1, "kv format"},
-        {MLA_ATTN_FEAT_FP8_FNUZ, 1, c->fp8_fnuz, "e4m3fnuz"},
-        {MLA_ATTN_FEAT_PAGE_SIZE, c->page_size, 1, "page size"},
-        {MLA_ATTN_FEAT_NUM_HEADS, c->num_heads, 1, "num heads"},
-        {MLA_ATTN_FEAT_KV_LORA_RANK, in->C, 1, "kv_lora_rank"},
-        {MLA_ATTN_FEAT_ROPE_DIM, in->R, 1, "rope dim"},
-        {MLA_ATTN_FEAT_MULTI_TOKEN_DECODE, 1, mqa && multi, "multi-token decode"},
-        {MLA_ATTN_FEAT_MHA_CONTEXT, 1, !mqa && ctx, "mha over cached context"},
-    };
-    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
-        if (q[i].ask && !cand->supports(q[i].f, q[i].v)) {
-            if (q[i].f == MLA_ATTN_FEAT_KV_FORMAT)
-                snprintf(buf, sizeof buf, "kv format %s", mla_opcheck_profile_name(c->kv_format));
-            else if (q[i].v > 1)
-                snprintf(buf, sizeof buf, "%s %lld", q[i].name, (long long)q[i].v);
-            else
-                snprintf(buf, sizeof buf, "%s", q[i].name);
+    for (int i = 1; i < n; i++)
+        if (!cand->supports(q[i].f, q[i].v)) {
+            feature_name(c, &q[i], buf, sizeof buf);
             return buf;
         }
     return NULL;
@@ -322,50 +336,28 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, const mla_opcheck_opts *o,
-                                mla_opcase_result *r)
+/* The judging step (opcheck_internal.h), shared by `mlacheck ops` and `mlacheck ops --judge`. */
+mla_status opcheck_judge(const mla_opcase *c, const op_inputs *in, const float *co, const float *cl,
+                         const mla_opcheck_opts *o, mla_opcase_result *r)
 {
-    memset(r, 0, sizeof *r);
-    if (!c || !cand || !cand->supports) return mla_errorf(MLA_ERR_INVALID, "opcheck: case or candidate is NULL");
-    op_inputs in;
-    mla_status st = inputs_make(c, &in);
-    if (st) return st;
-    const char *no = declined(c, &in, cand);
-    if (no) {
-        r->verdict = MLA_OPCASE_SKIP;
-        snprintf(r->why, sizeof r->why, "%s declines %s", cand->name ? cand->name : "candidate", no);
-        inputs_free(&in);
-        return MLA_OK;
-    }
-    int D = c->kind == MLA_OP_MQA ? in.C : in.V;
-    int64_t n_out = (int64_t)in.T * in.H * D, n_lse = (int64_t)in.T * in.H;
-    float *co = buf_new(n_out), *cl = buf_new(n_lse), *ro = buf_new(n_out), *rl = buf_new(n_lse);
+    int D = c->kind == MLA_OP_MQA ? in->C : in->V;
+    int64_t n_out = (int64_t)in->T * in->H * D, n_lse = (int64_t)in->T * in->H;
+    float *ro = buf_new(n_out), *rl = buf_new(n_lse);
     mla_tensor *ta = NULL, *tb = NULL, *la = NULL, *lb = NULL;
-    if (!co || !cl || !ro || !rl) {
-        st = mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: outputs", c->name);
+    mla_status st = MLA_OK;
+    if (!ro || !rl) {
+        st = mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: reference outputs", c->name);
         goto done;
     }
-    double t0 = now_s();
-    mla_clear_error();
-    mla_status cs = op_call(c, &in, cand, co, cl);
-    if (cs) {
-        r->verdict = MLA_OPCASE_ERROR;
-        snprintf(r->why, sizeof r->why, "%s returned %s: %s", cand->name ? cand->name : "candidate",
-                 mla_strerror(cs), mla_last_error());
-        goto done;
-    }
-    if ((st = op_call(c, &in, mla_ref_attn_ops(), ro, rl))) goto done;
-    r->seconds = now_s() - t0;
-    if (!guard_ok(co, n_out) || !guard_ok(cl, n_lse)) {
-        r->verdict = MLA_OPCASE_FAIL;
-        snprintf(r->why, sizeof r->why, "wrote past the end of %s", guard_ok(co, n_out) ? "lse" : "out");
-        goto done;
-    }
+    if ((st = op_call(c, in, mla_ref_attn_ops(), ro, rl))) goto done;
     const char *tap = c->kind == MLA_OP_MQA ? "mqa_out" : "mha_out";
     const char *prof = mla_opcheck_profile_name(c->kv_format);
-    int64_t so[3] = {in.T, in.H, D}, sl[2] = {in.T, in.H};
-    if ((st = mla_tensor_view(&ta, MLA_F32, 3, so, ro, tap)) || (st = mla_tensor_view(&tb, MLA_F32, 3, so, co, tap)) ||
-        (st = mla_tensor_view(&la, MLA_F32, 2, sl, rl, "lse")) || (st = mla_tensor_view(&lb, MLA_F32, 2, sl, cl, "lse")))
+    int64_t so[3] = {in->T, in->H, D}, sl[2] = {in->T, in->H};
+    /* the views only read the candidate's arrays; mla_tensor_view takes a mutable pointer */
+    if ((st = mla_tensor_view(&ta, MLA_F32, 3, so, ro, tap)) ||
+        (st = mla_tensor_view(&tb, MLA_F32, 3, so, (float *)co, tap)) ||
+        (st = mla_tensor_view(&la, MLA_F32, 2, sl, rl, "lse")) ||
+        (st = mla_tensor_view(&lb, MLA_F32, 2, sl, (float *)cl, "lse")))
         goto done;
     mla_cmp_limits lo, ll;
     limits_for(o, tap, prof, 0, &lo);
@@ -382,12 +374,85 @@ mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, c
                  r->lse.worst_cand);
 done:
     mla_tensor_free(ta); mla_tensor_free(tb); mla_tensor_free(la); mla_tensor_free(lb);
-    free(co); free(cl); free(ro); free(rl);
-    inputs_free(&in);
+    free(ro); free(rl);
     return st;
 }
 
-/* ---- suites ---------------------------------------------------------------------------------- */
+mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, const mla_opcheck_opts *o,
+                                mla_opcase_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!c || !cand || !cand->supports) return mla_errorf(MLA_ERR_INVALID, "opcheck: case or candidate is NULL");
+    op_inputs in;
+    mla_status st = opcheck_inputs_make(c, &in);
+    if (st) return st;
+    const char *no = declined(c, &in, cand);
+    if (no) {
+        r->verdict = MLA_OPCASE_SKIP;
+        snprintf(r->why, sizeof r->why, "%s declines %s", cand->name ? cand->name : "candidate", no);
+        opcheck_inputs_free(&in);
+        return MLA_OK;
+    }
+    int D = c->kind == MLA_OP_MQA ? in.C : in.V;
+    int64_t n_out = (int64_t)in.T * in.H * D, n_lse = (int64_t)in.T * in.H;
+    float *co = buf_new(n_out), *cl = buf_new(n_lse);
+    if (!co || !cl) {
+        st = mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: outputs", c->name);
+        goto done;
+    }
+    double t0 = now_s();
+    mla_clear_error();
+    mla_status cs = op_call(c, &in, cand, co, cl);
+    if (cs) {
+        r->verdict = MLA_OPCASE_ERROR;
+        snprintf(r->why, sizeof r->why, "%s returned %s: %s", cand->name ? cand->name : "candidate",
+                 mla_strerror(cs), mla_last_error());
+        goto done;
+    }
+    if (!guard_ok(co, n_out) || !guard_ok(cl, n_lse)) {
+        r->verdict = MLA_OPCASE_FAIL;
+        snprintf(r->why, sizeof r->why, "wrote past the end of %s", guard_ok(co, n_out) ? "lse" : "out");
+        goto done;
+    }
+    st = opcheck_judge(c, &in, co, cl, o, r);
+    r->seconds = now_s() - t0;
+done:
+    free(co); free(cl);
+    opcheck_inputs_free(&in);
+    return st;
+}
+
+/* Counts one verdict into the summary (the first FAIL/ERROR and the first SKIP remembered). */
+void opcheck_tally(mla_opcheck_summary *s, const mla_opcase *c, const mla_opcase_result *r, char *first_skip,
+                   size_t cap)
+{
+    s->n_cases++;
+    switch (r->verdict) {
+    case MLA_OPCASE_PASS: s->n_pass++; break;
+    case MLA_OPCASE_SKIP:
+        s->n_skip++;
+        if (!first_skip[0]) snprintf(first_skip, cap, "%.90s: %.220s", c->name, r->why);
+        break;
+    default:
+        r->verdict == MLA_OPCASE_FAIL ? s->n_fail++ : s->n_error++;
+        if (!s->first_fail[0]) {
+            snprintf(s->first_fail, sizeof s->first_fail, "%s", c->name);
+            snprintf(s->first_why, sizeof s->first_why, "%s", r->why);
+        }
+    }
+}
+
+mla_status opcheck_close(const char *which, const char *cand, const mla_opcheck_opts *o,
+                         const mla_opcheck_summary *s, const char *first_skip)
+{
+    if (s->n_cases == 0)
+        return mla_errorf(MLA_ERR_INVALID, "opcheck %s: no case matches the filters (format %d, name '%s')", which,
+                          o->kv_format, o->filter ? o->filter : "");
+    if (s->n_skip == s->n_cases)
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "opcheck %s: %s supports none of the %d cases (first: %s)", which,
+                          cand, s->n_cases, first_skip);
+    return MLA_OK;
+}
 
 mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, const mla_opcheck_opts *o,
                                  mla_opcheck_summary *s, mla_opcase_result **results)
@@ -416,29 +481,11 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
         if (o->filter && !strstr(c->name, o->filter)) continue;
         mla_opcase_result *r = &res[s->n_cases];
         if ((st = mla_opcheck_run_case(c, cand, o, r))) break;
-        s->n_cases++;
-        switch (r->verdict) {
-        case MLA_OPCASE_PASS: s->n_pass++; break;
-        case MLA_OPCASE_SKIP:
-            s->n_skip++;
-            if (!first_skip[0]) snprintf(first_skip, sizeof first_skip, "%.90s: %.220s", c->name, r->why);
-            break;
-        default:
-            r->verdict == MLA_OPCASE_FAIL ? s->n_fail++ : s->n_error++;
-            if (!s->first_fail[0]) {
-                snprintf(s->first_fail, sizeof s->first_fail, "%s", c->name);
-                snprintf(s->first_why, sizeof s->first_why, "%s", r->why);
-            }
-        }
+        opcheck_tally(s, c, r, first_skip, sizeof first_skip);
         if (o->on_case) o->on_case(o->user, c, r);
     }
     free(cases);
-    if (!st && s->n_cases == 0)
-        st = mla_errorf(MLA_ERR_INVALID, "opcheck %s: no case matches the filters (format %d, name '%s')", which,
-                        o->kv_format, o->filter ? o->filter : "");
-    else if (!st && s->n_skip == s->n_cases)
-        st = mla_errorf(MLA_ERR_UNSUPPORTED, "opcheck %s: %s supports none of the %d cases (first: %s)", which,
-                        cand->name ? cand->name : "candidate", s->n_cases, first_skip);
+    if (!st) st = opcheck_close(which, cand->name ? cand->name : "candidate", o, s, first_skip);
     if (results) *results = res;
     else free(res);
     return st;

@@ -83,6 +83,19 @@ mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, c
 mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, const mla_opcheck_opts *o,
                                  mla_opcheck_summary *summary, mla_opcase_result **results);
 
+/* Export / judge without the C library on the kernel's machine (harness/python/README.md is the
+ * format): writes every selected case of suite (o's kv_format / filter apply) as dir/<case>.h5 plus
+ * the index dir/cases.json; *n_written gets the count. MLA_ERR_IO (cannot create dir or a file),
+ * MLA_ERR_INVALID (filters select nothing), MLA_ERR_UNSUPPORTED (a build without HDF5). */
+mla_status mla_opcheck_export(const char *suite, const char *dir, const mla_opcheck_opts *o, int *n_written);
+
+/* Judges the outputs written for an export: reads dir/cases.json, and per listed case
+ * dir/<case>.out.h5 (datasets out, lse, f32; or a root attribute skipped = reason). Fills summary and
+ * calls o->on_case as mla_opcheck_run_suite does. A missing file or dataset, a wrong shape or dtype
+ * stops with MLA_ERR_IO / MLA_ERR_FORMAT / MLA_ERR_SHAPE naming the file, the dataset and what was
+ * expected (missing data is never a pass); MLA_ERR_UNSUPPORTED when every case was skipped. */
+mla_status mla_opcheck_judge_dir(const char *dir, const mla_opcheck_opts *o, mla_opcheck_summary *summary);
+
 /* An attention operator by engine name: "ref" (the f64 reference) or "plugin:<path.so>" (dlopen,
  * symbol MLA_ATTN_PLUGIN_SYMBOL). Errors: MLA_ERR_NOT_FOUND (cannot load, missing symbol),
  * MLA_ERR_VERSION (plugin refused the host version or reports another), MLA_ERR_FORMAT (vtable
