@@ -340,11 +340,15 @@ static void judge_token(const mla_tensor *la, const mla_tensor *lb, const mla_cm
     int G = rule->n_group > 1 ? rule->n_group : 1, per = (int)(E / G);
     select_scores(la, t, rule, w->sa);
     select_scores(lb, t, rule, w->sb);
-    double d = 0.0;
+    /* d: the largest score difference, at least the f32 rounding of the scores (the engines round
+     * sigmoid and + bias to f32, NUMERICS.md, a difference their logits cannot show) */
+    double d = 0.0, smax = 0.0;
     for (int64_t e = 0; e < E; e++) {
         double x = fabs(w->sa[e] - w->sb[e]);
         d = x > d || isnan(x) ? x : d;
+        smax = fabs(w->sa[e]) > smax ? fabs(w->sa[e]) : smax;
     }
+    if (d < ldexp(smax, -23)) d = ldexp(smax, -23);
     f->margin_group = keep_groups(w->sa, E, rule, w->ga, w->ka);
     (void)keep_groups(w->sb, E, rule, w->gb, w->kb);
     memset(w->in_a, 0, (size_t)(E > 0 ? E : 0));

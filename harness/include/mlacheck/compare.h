@@ -78,7 +78,8 @@ void mla_cmp_format(const mla_cmp_result *r, char *buf, size_t n);
  * kept. A flip is benign when the REFERENCE's own decision margins are inside the noise bound:
  *   expert margin  s(last selected) - s(best unselected within the kept groups)
  *   group margin   g(last kept group) - g(best dropped group)          (no groups: 0, not judged)
- *   noise d        max over the token's experts of |s_a - s_b| (the bias cancels)
+ *   noise d        max over the token's experts of |s_a - s_b| (the bias cancels), at least
+ *                  2^-23 max|s_a| (the engines round scores to f32, which the logits cannot show)
  *   bound          expert noise_k * 2d (two scores may each move by d), group noise_k * 4d (two
  *                  group scores of two experts each)
  * benign iff noise_k > 0, d > 0 and both margins <= their bounds; noise_k 1 is exactly "the observed
