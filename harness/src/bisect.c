@@ -150,7 +150,7 @@ mla_status mla_bisect_replay(const char *run_dir, const char *name, const mla_ru
     for (int h = -1; !st && h < MLA_FAULT_COUNT && *fault == MLA_BISECT_NOT_REPRODUCED; h++) {
         mla_dump *ref = NULL;
         st = replay_drive(m, &in, prof, pth, cand->tokens, h < 0 ? 0 : 1u << h, &ref);
-        mla_dcmp_ctx c = {.rules = rules, .check = check, .profile = in.profile, .path = in.path, .kv_len = -1};
+        mla_dcmp_ctx c = {.rules = rules, .model = m, .check = check, .profile = in.profile, .path = in.path, .kv_len = -1};
         mla_dcmp_result res;
         if (!st && mla_dcmp(&c, ref, cand, &res) == MLA_OK && res.n_failed == 0 && res.n_compared > 0)
             *fault = h < 0 ? MLA_BISECT_NO_FAULT : h;

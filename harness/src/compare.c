@@ -276,9 +276,113 @@ static double score_of(const mla_tensor *s, int64_t tok, int64_t id)
     return mla_tensor_get_f64(s, tok * s->shape[1] + id);
 }
 
+/* Selection scores of one token (mla_cmp_route_rule): s[E] from the logits row. */
+static void select_scores(const mla_tensor *logits, int64_t tok, const mla_cmp_route_rule *rule, double *s)
+{
+    int64_t E = logits->shape[1];
+    for (int64_t e = 0; e < E; e++) s[e] = mla_tensor_get_f64(logits, tok * E + e);
+    if (rule->sigmoid) {
+        for (int64_t e = 0; e < E; e++) s[e] = 1.0 / (1.0 + exp(-s[e]));
+    } else {
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t e = 0; e < E; e++) mx = s[e] > mx ? s[e] : mx;
+        for (int64_t e = 0; e < E; e++) sum += exp(s[e] - mx);
+        for (int64_t e = 0; e < E; e++) s[e] = exp(s[e] - mx) / sum;
+    }
+    if (rule->bias)
+        for (int64_t e = 0; e < E; e++) s[e] += rule->bias[e];
+}
+
+/* Group scores g[G] of s[E] and the kept groups (keep[g] = 1, ties to the lower group, as the
+ * reference); returns the margin g(last kept) - g(best dropped), or NAN without groups. */
+static double keep_groups(const double *s, int64_t E, const mla_cmp_route_rule *rule, double *g, unsigned char *keep)
+{
+    int G = rule->n_group > 1 ? rule->n_group : 1, per = (int)(E / G);
+    for (int q = 0; q < G; q++) {
+        double x = -INFINITY, y = -INFINITY;
+        for (int i = 0; i < per; i++) {
+            double v = s[q * per + i];
+            if (v > x) y = x, x = v;
+            else if (v > y) y = v;
+        }
+        g[q] = x + (rule->group_top2 && per > 1 ? y : 0.0);
+        keep[q] = G == 1;
+    }
+    if (G == 1) return NAN;
+    double last = INFINITY, dropped = -INFINITY;
+    for (int k = 0; k < rule->topk_group && k < G; k++) {
+        int best = -1;
+        for (int q = 0; q < G; q++)
+            if (!keep[q] && (best < 0 || g[q] > g[best])) best = q;
+        keep[best] = 1;
+        last = g[best];
+    }
+    for (int q = 0; q < G; q++)
+        if (!keep[q] && g[q] > dropped) dropped = g[q];
+    return dropped == -INFINITY ? NAN : last - dropped;
+}
+
+typedef struct {
+    double *sa, *sb, *ga, *gb;
+    unsigned char *ka, *kb, *in_a;
+} route_work;
+
+/* Judges one flipped token: margins of the reference's decision (ids A[na]), the noise bound, and
+ * whether the flip is benign. A flip that swaps kept groups is judged at group level, one inside the
+ * same groups at expert level; a candidate expert outside the candidate's own kept groups is clear. */
+static void judge_token(const mla_tensor *la, const mla_tensor *lb, const mla_cmp_route_rule *rule, int64_t t,
+                        const int64_t *A, int64_t na, const int64_t *B, int64_t nb, route_work *w, mla_cmp_flip *f)
+{
+    f->margin_expert = f->bound_expert = f->margin_group = f->bound_group = NAN;
+    f->benign = f->group_swap = 0;
+    if (!rule || !la || !lb) return;
+    int64_t E = la->shape[1];
+    int G = rule->n_group > 1 ? rule->n_group : 1, per = (int)(E / G);
+    select_scores(la, t, rule, w->sa);
+    select_scores(lb, t, rule, w->sb);
+    /* d: the largest score difference, at least the f32 rounding of the scores (the engines round
+     * sigmoid and + bias to f32, NUMERICS.md, a difference their logits cannot show) */
+    double d = 0.0, smax = 0.0;
+    for (int64_t e = 0; e < E; e++) {
+        double x = fabs(w->sa[e] - w->sb[e]);
+        d = x > d || isnan(x) ? x : d;
+        smax = fabs(w->sa[e]) > smax ? fabs(w->sa[e]) : smax;
+    }
+    if (d < ldexp(smax, -23)) d = ldexp(smax, -23);
+    f->margin_group = keep_groups(w->sa, E, rule, w->ga, w->ka);
+    (void)keep_groups(w->sb, E, rule, w->gb, w->kb);
+    memset(w->in_a, 0, (size_t)(E > 0 ? E : 0));
+    double last = INFINITY, best_out = -INFINITY;
+    for (int64_t i = 0; i < na; i++)
+        if (A[i] >= 0 && A[i] < E) {
+            w->in_a[A[i]] = 1;
+            last = w->sa[A[i]] < last ? w->sa[A[i]] : last;
+        }
+    for (int64_t e = 0; e < E; e++)
+        if (!w->in_a[e] && w->ka[e / per] && w->sa[e] > best_out) best_out = w->sa[e];
+    f->margin_expert = best_out == -INFINITY ? NAN : last - best_out;
+    f->bound_expert = rule->noise_k > 0 ? rule->noise_k * 2.0 * d : 0.0;
+    f->bound_group = rule->noise_k > 0 ? rule->noise_k * 4.0 * d : 0.0;
+    int groups_swap = 0, outside = 0;
+    for (int q = 0; q < G; q++) groups_swap |= w->ka[q] != w->kb[q];
+    for (int64_t j = 0; j < nb; j++) outside |= B[j] < 0 || B[j] >= E || !w->kb[B[j] / per];
+    f->group_swap = groups_swap;
+    double m = groups_swap ? f->margin_group : f->margin_expert;
+    double bound = groups_swap ? f->bound_group : f->bound_expert;
+    f->benign = !outside && bound > 0 && m <= bound; /* NaN margins or bounds are not benign */
+}
+
+/* The judged margin over its bound (<= 1 for a benign flip), INFINITY for a clear one. */
+static double flip_ratio(const mla_cmp_flip *f)
+{
+    if (!f->benign) return INFINITY;
+    double r = f->group_swap ? f->margin_group / f->bound_group : f->margin_expert / f->bound_expert;
+    return r > 0 ? r : 0;
+}
+
 mla_status mla_cmp_routing(const mla_tensor *ids_a, const mla_tensor *ids_b,
                            const mla_tensor *scores_a, const mla_tensor *scores_b,
-                           mla_cmp_routing_result *out)
+                           const mla_cmp_route_rule *rule, mla_cmp_routing_result *out)
 {
     memset(out, 0, sizeof *out);
     char sa[96], sb[96];
@@ -289,63 +393,96 @@ mla_status mla_cmp_routing(const mla_tensor *ids_a, const mla_tensor *ids_b,
     int64_t T = ids_a->shape[0], K = ids_a->shape[1];
     const mla_tensor *sc[2] = {scores_a, scores_b};
     for (int i = 0; i < 2; i++)
-        if (sc[i] && (sc[i]->ndim != 2 || sc[i]->shape[0] != T))
+        if (sc[i] && (sc[i]->ndim != 2 || sc[i]->shape[0] != T || sc[i]->shape[1] != sc[0]->shape[1]))
             return mla_errorf(MLA_ERR_SHAPE, "routing %s: scores %s shape %s, expected [%lld, E]",
                               tname(ids_a), tname(sc[i]), mla_tensor_shape_str(sc[i], sa, sizeof sa),
                               (long long)T);
+    int64_t E = scores_a ? scores_a->shape[1] : 0;
+    if (!scores_b) E = 0;
+    if (rule && E > 0) {
+        if (rule->n_group > 1 && E % rule->n_group)
+            return mla_errorf(MLA_ERR_SHAPE, "routing %s: %lld experts, expected a multiple of n_group %d",
+                              tname(ids_a), (long long)E, rule->n_group);
+        if (rule->bias && rule->n_bias != E)
+            return mla_errorf(MLA_ERR_SHAPE, "routing %s: bias of %lld experts, expected %lld",
+                              tname(ids_a), (long long)rule->n_bias, (long long)E);
+    }
     double *va = NULL, *vb = NULL;
     int64_t *set = malloc((size_t)(4 * (K > 0 ? K : 1)) * sizeof *set);
-    mla_status st = set ? MLA_OK : mla_errorf(MLA_ERR_NOMEM, "routing: %lld ids", (long long)K);
+    route_work w = {0};
+    size_t ne = (size_t)(E > 0 ? E : 1);
+    w.sa = malloc(4 * ne * sizeof(double));
+    w.ka = malloc(3 * ne);
+    mla_status st = set && w.sa && w.ka ? MLA_OK
+                                        : mla_errorf(MLA_ERR_NOMEM, "routing: %lld ids, %lld experts", (long long)K,
+                                                     (long long)E);
     if (!st) st = to_f64(ids_a, &va, tname(ids_a));
     if (!st) st = to_f64(ids_b, &vb, tname(ids_b));
     if (st) goto done;
+    w.sb = w.sa + ne, w.ga = w.sa + 2 * ne, w.gb = w.sa + 3 * ne;
+    w.kb = w.ka + ne, w.in_a = w.ka + 2 * ne;
+    const mla_tensor *la = E > 0 ? scores_a : NULL, *lb = E > 0 ? scores_b : NULL;
     int64_t *A = set, *B = set + K, *onlya = set + 2 * K, *onlyb = set + 3 * K;
     out->n_tokens = T;
-    for (int64_t t = 0; t < T; t++) {
-        int64_t na = row_set(va + t * K, K, A), nb = row_set(vb + t * K, K, B);
-        int64_t i = 0, j = 0, oa = 0, ob = 0;
-        while (i < na || j < nb) {
-            if (j >= nb || (i < na && A[i] < B[j])) onlya[oa++] = A[i++];
-            else if (i >= na || B[j] < A[i]) onlyb[ob++] = B[j++];
-            else i++, j++;
+    /* pass 0 counts and records the clear flips, pass 1 records benign ones in the space left */
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t t = 0; t < T; t++) {
+            int64_t na = row_set(va + t * K, K, A), nb = row_set(vb + t * K, K, B);
+            int64_t i = 0, j = 0, oa = 0, ob = 0;
+            while (i < na || j < nb) {
+                if (j >= nb || (i < na && A[i] < B[j])) onlya[oa++] = A[i++];
+                else if (i >= na || B[j] < A[i]) onlyb[ob++] = B[j++];
+                else i++, j++;
+            }
+            if (!oa && !ob) continue;
+            mla_cmp_flip judged;
+            judge_token(la, lb, la ? rule : NULL, t, A, na, B, nb, &w, &judged);
+            if (pass == 0) {
+                out->n_flipped_tokens++;
+                out->n_flipped_experts += oa;
+                out->n_clear_tokens += !judged.benign;
+                double r = flip_ratio(&judged);
+                out->worst_ratio = r > out->worst_ratio ? r : out->worst_ratio;
+            }
+            if (judged.benign != pass) continue;
+            for (int64_t p = 0; p < (oa > ob ? oa : ob) && out->n_flips < MLA_CMP_MAX_FLIPS; p++) {
+                mla_cmp_flip *f = &out->flips[out->n_flips++];
+                *f = judged;
+                f->token = t;
+                f->expert_a = p < oa ? (int32_t)onlya[p] : -1;
+                f->expert_b = p < ob ? (int32_t)onlyb[p] : -1;
+                f->a_score_a = score_of(scores_a, t, f->expert_a);
+                f->a_score_b = score_of(scores_a, t, f->expert_b);
+                f->b_score_a = score_of(scores_b, t, f->expert_a);
+                f->b_score_b = score_of(scores_b, t, f->expert_b);
+            }
         }
-        if (!oa && !ob) continue;
-        out->n_flipped_tokens++;
-        out->n_flipped_experts += oa;
-        for (int64_t p = 0; p < (oa > ob ? oa : ob) && out->n_flips < MLA_CMP_MAX_FLIPS; p++) {
-            mla_cmp_flip *f = &out->flips[out->n_flips++];
-            f->token = t;
-            f->expert_a = p < oa ? (int32_t)onlya[p] : -1;
-            f->expert_b = p < ob ? (int32_t)onlyb[p] : -1;
-            f->a_score_a = score_of(scores_a, t, f->expert_a);
-            f->a_score_b = score_of(scores_a, t, f->expert_b);
-            f->b_score_a = score_of(scores_b, t, f->expert_a);
-            f->b_score_b = score_of(scores_b, t, f->expert_b);
-        }
-    }
-    out->pass = out->n_flipped_tokens == 0;
-    if (!out->pass) {
+    out->pass = out->n_clear_tokens == 0;
+    if (out->n_flipped_tokens) {
         const mla_cmp_flip *f = &out->flips[0];
         snprintf(out->why, sizeof out->why,
-                 "%lld of %lld tokens route differently (%lld experts flipped); first: token %lld "
-                 "expert %d (scores a %.9g, b %.9g) replaced by %d (scores a %.9g, b %.9g)",
-                 (long long)out->n_flipped_tokens, (long long)T, (long long)out->n_flipped_experts,
-                 (long long)f->token, f->expert_a, f->a_score_a, f->b_score_a, f->expert_b,
-                 f->a_score_b, f->b_score_b);
+                 "%lld of %lld tokens flip, %lld clear; %s: token %lld expert %d (a %.9g, b %.9g) -> %d "
+                 "(a %.9g, b %.9g)%s; margins expert %.3g group %.3g, bounds %.3g %.3g",
+                 (long long)out->n_flipped_tokens, (long long)T, (long long)out->n_clear_tokens,
+                 f->benign ? "first (near tie)" : "first clear",
+                 (long long)f->token, f->expert_a, f->a_score_a, f->b_score_a, f->expert_b, f->a_score_b,
+                 f->b_score_b, f->group_swap ? " groups swap" : "", f->margin_expert, f->margin_group, f->bound_expert, f->bound_group);
     }
 done:
     free(set);
     free(va);
     free(vb);
+    free(w.sa);
+    free(w.ka);
     return st;
 }
 
 void mla_cmp_format_routing(const mla_cmp_routing_result *r, char *buf, size_t n)
 {
-    if (r->pass)
+    if (!r->n_flipped_tokens)
         snprintf(buf, n, "PASS routing: %lld tokens, no expert flips", (long long)r->n_tokens);
     else
-        snprintf(buf, n, "FAIL routing: %s", r->why);
+        snprintf(buf, n, "%s routing: %s", r->pass ? "PASS" : "FAIL", r->why);
 }
 
 /* ---- logits ---- */

@@ -98,6 +98,40 @@ static mla_status add_row(dcmp_state *s, int layer, const char *tap, const mla_c
     return c->on_row(c->user, &row);
 }
 
+/* The routing rule of layer's router (mla_cmp_route_rule) from the reference dump's config, the
+ * model's e_score_correction_bias (*bias, owned by the caller) and the rule's route_noise_k.
+ * Returns MLA_OK with *ok = 0 when the bias the config names cannot be read (no model). */
+static mla_status route_rule(const dcmp_state *s, int layer, const mla_dump *a, const mla_rule_limits *rl,
+                             mla_cmp_route_rule *rule, double **bias, int *ok)
+{
+    const mla_config *cf = &a->cfg;
+    *rule = (mla_cmp_route_rule){.n_group = cf->topk_method != MLA_TOPK_GREEDY ? cf->n_group : 1,
+                                 .topk_group = cf->topk_group,
+                                 .sigmoid = cf->scoring_func == MLA_SCORE_SIGMOID,
+                                 .group_top2 = cf->has_e_score_correction_bias,
+                                 .noise_k = rl->lim.route_noise_k};
+    *bias = NULL;
+    *ok = 1;
+    if (!cf->has_e_score_correction_bias) return MLA_OK;
+    const mla_tensor *t = NULL;
+    char name[96];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.gate.e_score_correction_bias", layer);
+    if (!s->c->model || mla_model_tensor(s->c->model, name, &t) || !t) {
+        *ok = 0;
+        return MLA_OK;
+    }
+    int64_t n = mla_tensor_numel(t);
+    if (!(*bias = malloc((size_t)(n > 0 ? n : 1) * sizeof(double))))
+        return mla_errorf(MLA_ERR_NOMEM, "compare: %s: %lld values", name, (long long)n);
+    for (int64_t i = 0; i < n; i++) (*bias)[i] = mla_tensor_get_f64(t, i);
+    rule->bias = *bias;
+    rule->n_bias = n;
+    return MLA_OK;
+}
+
+/* The routing tap: expert sets per token; a flip fails unless the reference's decision was a near
+ * tie within the observed score noise (compare.h). headroom: the worst flipped token's margin over
+ * its bound (<= 1 benign, INFINITY for a clear flip). */
 static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const mla_dump *b)
 {
     const mla_tensor *ia = mla_dump_get(a, layer, MLA_TAP_TOPK_IDS), *ib = mla_dump_get(b, layer, MLA_TAP_TOPK_IDS);
@@ -107,24 +141,24 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
         return mla_errorf(MLA_ERR_NOT_FOUND, "rules %s: no rule for tap topk_ids, profile %s, check %s",
                           mla_rules_origin(s->c->rules), s->c->profile, s->c->check);
     mla_tensor *xa = NULL, *xb = NULL, *sa = NULL, *sb = NULL;
+    double *bias = NULL;
     mla_status st;
     if ((st = rows_subset(ia, s->lo, s->hi, s->mask, &xa)) || (st = rows_subset(ib, s->lo, s->hi, s->mask, &xb)))
         goto done;
     const mla_tensor *ra = mla_dump_get(a, layer, MLA_TAP_ROUTER_LOGITS), *rb = mla_dump_get(b, layer, MLA_TAP_ROUTER_LOGITS);
     if (ra && rb && ((st = rows_subset(ra, s->lo, s->hi, s->mask, &sa)) || (st = rows_subset(rb, s->lo, s->hi, s->mask, &sb))))
         goto done;
+    mla_cmp_route_rule rule;
+    int have_rule;
+    if ((st = route_rule(s, layer, a, rl, &rule, &bias, &have_rule))) goto done;
     mla_cmp_routing_result rr;
-    if ((st = mla_cmp_routing(xa, xb, sa, sb, &rr))) goto done;
-    double frac = rr.n_tokens ? (double)rr.n_flipped_tokens / (double)rr.n_tokens : 0.0;
-    double lim = rl->lim.mismatch_frac;
-    int pass = lim > 0 ? frac <= lim : rr.n_flipped_tokens == 0;
-    char why[256] = "";
-    if (rr.n_flipped_tokens) mla_cmp_format_routing(&rr, why, sizeof why);
-    mla_cmp_result r = {.n = rr.n_tokens, .headroom = lim > 0 ? frac / lim : (rr.n_flipped_tokens ? INFINITY : 0),
-                        .pass = pass};
-    snprintf(r.why, sizeof r.why, "%s%s", pass ? "" : "routing: ", why);
-    if ((st = add_row(s, layer, "topk_ids", &r, "mismatch_frac", NULL))) goto done;
-    note_result(s, layer, "topk_ids", pass, r.headroom, r.why);
+    if ((st = mla_cmp_routing(xa, xb, sa, sb, have_rule ? &rule : NULL, &rr))) goto done;
+    char why[400] = "";
+    if (rr.n_flipped_tokens) snprintf(why, sizeof why, "routing: %s", rr.why);
+    mla_cmp_result r = {.n = rr.n_tokens, .headroom = rr.worst_ratio, .pass = rr.pass};
+    snprintf(r.why, sizeof r.why, "%s", why);
+    if ((st = add_row(s, layer, "topk_ids", &r, "route_margin", NULL))) goto done;
+    note_result(s, layer, "topk_ids", rr.pass, r.headroom, r.why);
     s->out->flipped_tokens += rr.n_flipped_tokens;
     /* mask the flipped tokens from here on: their expert outputs legitimately differ */
     if (rr.n_flipped_tokens) {
@@ -141,6 +175,7 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
     }
 done:
     mla_tensor_free(xa); mla_tensor_free(xb); mla_tensor_free(sa); mla_tensor_free(sb);
+    free(bias);
     return st;
 }
 

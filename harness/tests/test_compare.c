@@ -1,5 +1,5 @@
 /* test_compare.c: comparison metrics on hand-computed vectors (expected values derived by hand in
- * the comments), NaN/Inf position checks, ULP distances, logits KL and routing flips. */
+ * the comments), NaN/Inf position checks, ULP distances, logits KL and routing flips judged by margin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -304,11 +304,11 @@ static void test_routing(void **state)
     mla_tensor *a = vec(MLA_I32, 2, ish, ia), *b = vec(MLA_I32, 2, ish, ib);
     mla_tensor *ga = vec(MLA_F64, 2, ssh, sa), *gb = vec(MLA_F64, 2, ssh, sb);
     mla_cmp_routing_result r;
-    assert_int_equal(mla_cmp_routing(a, a, ga, ga, &r), MLA_OK);
+    assert_int_equal(mla_cmp_routing(a, a, ga, ga, NULL, &r), MLA_OK);
     assert_true(r.pass);
     assert_int_equal(r.n_flipped_tokens, 0);
 
-    assert_int_equal(mla_cmp_routing(a, b, ga, gb, &r), MLA_OK);
+    assert_int_equal(mla_cmp_routing(a, b, ga, gb, NULL, &r), MLA_OK);
     assert_false(r.pass);
     assert_int_equal(r.n_tokens, 2);
     assert_int_equal(r.n_flipped_tokens, 1);
@@ -326,14 +326,216 @@ static void test_routing(void **state)
     assert_non_null(strstr(line, "0.32"));
 
     /* without scores the flip is still reported, scores NaN */
-    assert_int_equal(mla_cmp_routing(a, b, NULL, NULL, &r), MLA_OK);
+    assert_int_equal(mla_cmp_routing(a, b, NULL, NULL, NULL, &r), MLA_OK);
     assert_int_equal(r.n_flipped_tokens, 1);
     assert_true(isnan(r.flips[0].a_score_a));
-    assert_int_equal(mla_cmp_routing(a, ga, NULL, NULL, &r), MLA_ERR_SHAPE);
+    assert_int_equal(mla_cmp_routing(a, ga, NULL, NULL, NULL, &r), MLA_ERR_SHAPE);
     mla_tensor_free(a);
     mla_tensor_free(b);
     mla_tensor_free(ga);
     mla_tensor_free(gb);
+}
+
+/* tiny-v3's router (E 16 in 4 groups of 4, 2 groups kept, top-4, sigmoid + bias, noaux_tc). */
+#define RT_E 16
+#define RT_K 4
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double logit(double p) { return log(p / (1.0 - p)); }
+
+/* Routes T tokens of logits l[T * E] (+ bias) with the same rule as reference/src/cpu/moe.c into
+ * ids[T * K], so the test's ids are the engines' own decisions on its scores. */
+static void route(const double *l, const double *bias, int T, double *ids)
+{
+    for (int t = 0; t < T; t++) {
+        double s[RT_E], g[4];
+        int keep[4] = {0}, taken[RT_E] = {0};
+        for (int e = 0; e < RT_E; e++) s[e] = sigm(l[t * RT_E + e]) + (bias ? bias[e] : 0);
+        for (int q = 0; q < 4; q++) {
+            double x = -INFINITY, y = -INFINITY;
+            for (int i = 0; i < 4; i++) {
+                double v = s[q * 4 + i];
+                if (v > x) y = x, x = v;
+                else if (v > y) y = v;
+            }
+            g[q] = x + y;
+        }
+        for (int k = 0; k < 2; k++) {
+            int b = -1;
+            for (int q = 0; q < 4; q++)
+                if (!keep[q] && (b < 0 || g[q] > g[b])) b = q;
+            keep[b] = 1;
+        }
+        for (int k = 0; k < RT_K; k++) {
+            int b = -1;
+            for (int e = 0; e < RT_E; e++)
+                if (!taken[e] && keep[e / 4] && (b < 0 || s[e] > s[b])) b = e;
+            taken[b] = 1;
+            ids[t * RT_K + k] = b;
+        }
+    }
+}
+
+typedef struct {
+    mla_tensor *ia, *ib, *la, *lb;
+} route_case;
+
+static route_case route_make(const double *la, const double *lb, const double *bias, int T)
+{
+    double *ia = malloc((size_t)T * RT_K * sizeof(double)), *ib = malloc((size_t)T * RT_K * sizeof(double));
+    assert_non_null(ia);
+    assert_non_null(ib);
+    route(la, bias, T, ia);
+    route(lb, bias, T, ib);
+    int64_t ish[2] = {T, RT_K}, lsh[2] = {T, RT_E};
+    route_case c = {vec(MLA_I32, 2, ish, ia), vec(MLA_I32, 2, ish, ib), vec(MLA_F32, 2, lsh, la),
+                    vec(MLA_F32, 2, lsh, lb)};
+    free(ia);
+    free(ib);
+    return c;
+}
+
+static void route_free(route_case *c)
+{
+    mla_tensor_free(c->ia);
+    mla_tensor_free(c->ib);
+    mla_tensor_free(c->la);
+    mla_tensor_free(c->lb);
+}
+
+/* One token's logits: groups 0 (experts 0-3) and 2 (8-11) kept clearly, experts 0, 1, 2 selected
+ * clearly; the fourth pick is expert 8 or 9. */
+static void base_logits(double *l)
+{
+    static const double v[RT_E] = {4.0, 3.8, 3.6, -1, 0, 0, 0, 0, 2.5, 2.0, -2, -2, -1, -1, -1, -1};
+    memcpy(l, v, sizeof v);
+}
+
+/* The H200 false alarm (tiny-v3-batch64, cross-engine@gpu, bf16, decoded rows), with its exact
+ * router logits: expert 8 (a 2.97754169, b 2.97620559) replaced by 9 (a 2.14356446, b 2.15339756).
+ * Both are in group 2 (E / n_group = 4), which both engines keep, so the flip is an expert-level
+ * near tie of the BIASED scores: with bias 0.05 N(0, 1) the bias of 9 can make up the 0.056 its
+ * sigmoid lacks. Bias here: s8 - s9 = 3e-4 at the reference; the candidate's score noise is
+ * |sigm(2.15339756) - sigm(2.14356446)| = 9.2e-4 on expert 9, bound 2 x that: benign. The same case
+ * in fp64 (route_noise_k 0) fails. */
+static void test_routing_expert_near_tie(void **state)
+{
+    (void)state;
+    double la[3 * RT_E], lb[3 * RT_E], bias[RT_E] = {0};
+    for (int t = 0; t < 3; t++) base_logits(la + t * RT_E);
+    la[RT_E + 8] = 2.97754169, la[RT_E + 9] = 2.14356446;
+    memcpy(lb, la, sizeof la);
+    lb[RT_E + 8] = 2.97620559, lb[RT_E + 9] = 2.15339756;
+    for (int e = 0; e < 3 * RT_E; e++) lb[e] += e % 7 == 3 ? 1e-5 : 0; /* other experts' noise, below 9's */
+    bias[9] = sigm(2.97754169) - sigm(2.14356446) - 3e-4;
+    route_case c = route_make(la, lb, bias, 3);
+    mla_cmp_route_rule rule = {.n_group = 4, .topk_group = 2, .sigmoid = 1, .group_top2 = 1, .bias = bias,
+                               .n_bias = RT_E, .noise_k = 1};
+    mla_cmp_routing_result r;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_int_equal(r.flips[0].token, 1);
+    assert_int_equal(r.flips[0].expert_a, 8);
+    assert_int_equal(r.flips[0].expert_b, 9);
+    assert_false(r.flips[0].group_swap);
+    assert_true(fabs(r.flips[0].margin_expert - 3e-4) < 1e-6); /* the scores are f32 in the tensor */
+    double d = fabs(sigm(2.15339756) - sigm(2.14356446));
+    assert_true(fabs(r.flips[0].bound_expert - 2 * d) < 1e-6);
+    assert_true(r.flips[0].benign);
+    assert_true(r.pass);
+    assert_int_equal(r.n_clear_tokens, 0);
+    assert_true(r.worst_ratio > 0 && r.worst_ratio <= 1);
+    char line[512];
+    mla_cmp_format_routing(&r, line, sizeof line);
+    assert_non_null(strstr(line, "PASS routing"));
+    assert_non_null(strstr(line, "margins expert"));
+    assert_non_null(strstr(line, "group"));
+    assert_non_null(strstr(line, "bounds"));
+
+    rule.noise_k = 0; /* fp64: no flip is benign */
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_false(r.pass);
+    assert_int_equal(r.n_clear_tokens, 1);
+    assert_true(isinf(r.worst_ratio));
+    /* the bias is needed: without it the same logits are a clear margin (0.056) */
+    rule.noise_k = 1, rule.bias = NULL;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_false(r.pass);
+    route_free(&c);
+}
+
+/* A group-level near tie: group 1 (experts 4-7) and group 2 (8-11) tie within 2e-4 at the
+ * reference, which keeps group 1 and picks expert 4; the candidate's logits of 8 and 9 are 1e-3
+ * higher (score noise 2e-4 each, 4e-4 on the group), so it keeps group 2 and picks 8. The expert
+ * margin inside the reference's groups is clear (sigm(1) - sigm(0.9) = 0.02) but the flip came from
+ * the group decision, whose margin (2e-4) is inside the bound 4 x 2.05e-4: benign. */
+static void test_routing_group_near_tie(void **state)
+{
+    (void)state;
+    double la[RT_E] = {4.0, 3.8, 3.6, -1, 1.0, 0.9, -3, -3, 1.0, 0, -3, -3, -1, -1, -1, -1}, lb[RT_E];
+    la[9] = logit(sigm(0.9) - 2e-4); /* g2 = g1 - 2e-4 */
+    memcpy(lb, la, sizeof la);
+    lb[8] += 1e-3, lb[9] += 1e-3;
+    double bias[RT_E] = {0};
+    route_case c = route_make(la, lb, bias, 1);
+    mla_cmp_route_rule rule = {.n_group = 4, .topk_group = 2, .sigmoid = 1, .group_top2 = 1, .bias = bias,
+                               .n_bias = RT_E, .noise_k = 1};
+    mla_cmp_routing_result r;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_int_equal(r.flips[0].expert_a, 4);
+    assert_int_equal(r.flips[0].expert_b, 8);
+    assert_true(r.flips[0].group_swap);
+    assert_true(fabs(r.flips[0].margin_group - 2e-4) < 1e-6);
+    assert_true(r.flips[0].margin_expert > 0.02);
+    assert_true(r.flips[0].margin_group <= r.flips[0].bound_group);
+    assert_true(r.flips[0].benign);
+    assert_true(r.pass);
+    rule.noise_k = 0;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_false(r.pass);
+    route_free(&c);
+}
+
+/* A clear margin: expert scores 2.9 vs 2.1 at both engines (logit noise 1e-5), same groups, yet the
+ * candidate picks 9 over 8 on one token of 100: it fails, whatever the count. */
+static void test_routing_clear_margin(void **state)
+{
+    (void)state;
+    enum { T = 100 };
+    double *la = malloc(T * RT_E * sizeof(double)), *lb = malloc(T * RT_E * sizeof(double));
+    assert_non_null(la);
+    assert_non_null(lb);
+    for (int t = 0; t < T; t++) {
+        base_logits(la + t * RT_E);
+        la[t * RT_E + 8] = 2.9, la[t * RT_E + 9] = 2.1;
+    }
+    for (int i = 0; i < T * RT_E; i++) lb[i] = la[i] + (i % 3 ? 1e-5 : -1e-5);
+    route_case c = route_make(la, lb, NULL, T);
+    int32_t *idb = c.ib->data;
+    for (int k = 0; k < RT_K; k++)
+        if (idb[37 * RT_K + k] == 8) idb[37 * RT_K + k] = 9; /* the candidate's selection bug */
+    mla_cmp_route_rule rule = {.n_group = 4, .topk_group = 2, .sigmoid = 1, .group_top2 = 1, .noise_k = 1};
+    mla_cmp_routing_result r;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_int_equal(r.n_tokens, T);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_int_equal(r.n_clear_tokens, 1);
+    assert_false(r.flips[0].benign);
+    assert_false(r.flips[0].group_swap);
+    assert_true(r.flips[0].margin_expert > 0.05 && r.flips[0].bound_expert < 1e-5);
+    assert_false(r.pass);
+    assert_true(isinf(r.worst_ratio));
+    char line[512];
+    mla_cmp_format_routing(&r, line, sizeof line);
+    assert_non_null(strstr(line, "FAIL routing: 1 of 100 tokens flip, 1 clear; first clear: token 37 expert 8"));
+    /* shapes the rule cannot place */
+    rule.bias = la, rule.n_bias = 3;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_ERR_SHAPE);
+    rule.bias = NULL, rule.n_group = 3;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_ERR_SHAPE);
+    route_free(&c);
+    free(la);
+    free(lb);
 }
 
 static void test_noise_floor(void **state)
@@ -354,7 +556,9 @@ int main(void)
         cmocka_unit_test(test_sum_precision), cmocka_unit_test(test_nonfinite_positions),
         cmocka_unit_test(test_bf16_ulp),      cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_logits),        cmocka_unit_test(test_logits_top5),
-        cmocka_unit_test(test_routing),       cmocka_unit_test(test_noise_floor),
+        cmocka_unit_test(test_routing),       cmocka_unit_test(test_routing_expert_near_tie),
+        cmocka_unit_test(test_routing_group_near_tie), cmocka_unit_test(test_routing_clear_margin),
+        cmocka_unit_test(test_noise_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

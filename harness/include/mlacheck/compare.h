@@ -13,7 +13,8 @@ extern "C" {
 /* X(field) for the double limits, in struct order; they are also the keys of rules.tol (rules.h).
  * a is the reference, b the candidate; every relative measure divides by the reference. */
 #define MLA_CMP_LIMIT_LIST(X) \
-    X(max_abs) X(max_rel) X(rel_floor) X(nmse) X(cos_diff) X(mismatch_frac) X(ulp_p99) X(rel_l2)
+    X(max_abs) X(max_rel) X(rel_floor) X(nmse) X(cos_diff) X(mismatch_frac) X(ulp_p99) X(rel_l2) \
+    X(route_noise_k)
 
 /* The limits of one comparison; a limit <= 0 is "not checked".
  * Element i mismatches when abs_err > max_abs AND rel_err > max_rel; with only one of the two set,
@@ -27,6 +28,9 @@ typedef struct mla_cmp_limits {
     double mismatch_frac; /* allowed fraction of mismatching elements (<= 0: none) */
     double ulp_p99;       /* 99th percentile ULP distance, counted in ulp_dtype */
     double rel_l2;        /* ||b - a|| / ||a|| */
+    double route_noise_k; /* routing taps only: a flip is benign iff the reference's margins are within
+                           * route_noise_k x the observed score noise (mla_cmp_route_rule); <= 0: no
+                           * flip is benign */
     mla_dtype ulp_dtype;  /* MLA_F64 when 0 */
 } mla_cmp_limits;
 
@@ -63,32 +67,63 @@ mla_status mla_cmp_tensor(const mla_tensor *a, const mla_tensor *b, const mla_cm
 /* One line: "PASS n=... max_abs=... nmse=...(... dB) ... headroom=..." into buf[n]. */
 void mla_cmp_format(const mla_cmp_result *r, char *buf, size_t n);
 
-/* ---- routing: top-k expert ids compared exactly, as sets per token ---- */
+/* ---- routing: top-k expert ids compared as sets per token, each flip judged by margin ---- */
 
 #define MLA_CMP_MAX_FLIPS 8
 
+/* How the engines select experts from the router logits (mla-spec.md §d, reference/src/cpu/moe.c):
+ * selection score s = sigmoid(logit) + bias (softmax over the row without bias for softmax
+ * routers); with n_group > 1 the experts split into n_group groups of E / n_group, a group's score
+ * is the sum of its two best s (group_top2) or its best s, and only the topk_group best groups are
+ * kept. A flip is benign when the REFERENCE's own decision margins are inside the noise bound:
+ *   expert margin  s(last selected) - s(best unselected within the kept groups)
+ *   group margin   g(last kept group) - g(best dropped group)          (no groups: 0, not judged)
+ *   noise d        max over the token's experts of |s_a - s_b| (the bias cancels), at least
+ *                  2^-23 max|s_a| (the engines round scores to f32, which the logits cannot show)
+ *   bound          expert noise_k * 2d (two scores may each move by d), group noise_k * 4d (two
+ *                  group scores of two experts each)
+ * benign iff noise_k > 0, d > 0 and both margins <= their bounds; noise_k 1 is exactly "the observed
+ * score differences can overturn the reference's decision". */
+typedef struct mla_cmp_route_rule {
+    int n_group, topk_group;
+    int sigmoid;       /* 1: sigmoid scores, 0: softmax over the row */
+    int group_top2;    /* 1: group score = sum of the two best (noaux_tc with bias), 0: the best */
+    const double *bias; /* [E] e_score_correction_bias, or NULL */
+    int64_t n_bias;     /* length of bias (must be E when bias is set) */
+    double noise_k;     /* <= 0: no flip is benign (fp64: exact routing) */
+} mla_cmp_route_rule;
+
 /* One flip: expert_a chosen by a only, expert_b by b only (paired in ascending id order; -1 when a
  * token's sets differ in size). Scores are the router scores (router_logits taps) of both experts in
- * each run; NAN when no scores were given or an id is outside [0, E). */
+ * each run; NAN when no scores were given or an id is outside [0, E). Margins and bounds are the
+ * token's (NAN when no scores or no rule). */
 typedef struct mla_cmp_flip {
     int64_t token;
     int32_t expert_a, expert_b;
     double a_score_a, a_score_b; /* a's scores of expert_a and expert_b */
     double b_score_a, b_score_b; /* b's scores of expert_a and expert_b */
+    double margin_expert, bound_expert, margin_group, bound_group;
+    int group_swap; /* the engines keep different groups: judged at group level */
+    int benign;
 } mla_cmp_flip;
 
 typedef struct mla_cmp_routing_result {
     int64_t n_tokens, n_flipped_tokens, n_flipped_experts; /* experts in a's set not in b's */
-    int n_flips;                                           /* entries recorded in flips[] */
+    int64_t n_clear_tokens;                                /* flipped tokens that are not benign */
+    double worst_ratio;  /* max over flipped tokens of max(margin / bound) (INFINITY when a bound is 0
+                          * or unknown; 0 when no flip) */
+    int n_flips;         /* entries recorded in flips[]: clear flips first, then benign ones */
     mla_cmp_flip flips[MLA_CMP_MAX_FLIPS];
-    int pass; /* no flipped token */
-    char why[256];
+    int pass;            /* no clear flip */
+    char why[320];
 } mla_cmp_routing_result;
 
-/* ids_a/ids_b: [T, K] integer-valued (any dtype); scores_a/scores_b: [T, E] or NULL. */
+/* ids_a/ids_b: [T, K] integer-valued (any dtype); scores_a/scores_b: router logits [T, E] or NULL;
+ * rule NULL or scores NULL: margins unknown, every flip is clear. MLA_ERR_SHAPE on shape mismatch
+ * (bias length other than E, E not divisible by n_group). */
 mla_status mla_cmp_routing(const mla_tensor *ids_a, const mla_tensor *ids_b,
                            const mla_tensor *scores_a, const mla_tensor *scores_b,
-                           mla_cmp_routing_result *out);
+                           const mla_cmp_route_rule *rule, mla_cmp_routing_result *out);
 void mla_cmp_format_routing(const mla_cmp_routing_result *r, char *buf, size_t n);
 
 /* ---- logits [T, N]: softmax in double with max subtraction ---- */

@@ -1,11 +1,13 @@
 /* dumpcmp.h: compare two dumps tap by tap in computation order, under the tolerance rules, with
- * MoE routing compared exactly and flipped tokens masked downstream of the flip. */
+ * MoE routing compared as expert sets, each flip judged by the reference's margin against the
+ * observed score noise (compare.h, mla_cmp_route_rule), and flipped tokens masked downstream. */
 #ifndef MLACHECK_DUMPCMP_H
 #define MLACHECK_DUMPCMP_H
 
 #include "mlacheck/compare.h"
 #include "mlacheck/dump.h"
 #include "mlacheck/rules.h"
+#include "mla_model/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +39,8 @@ typedef struct mla_dcmp_ctx {
     int kv_len;            /* passed on in rows (sweep), -1 otherwise */
     mla_dcmp_row_fn on_row; /* NULL: rows are not handed out (sweep probes, bisect) */
     void *user;            /* on_row's first argument */
+    mla_model *model;      /* the model both dumps ran: its e_score_correction_bias places the routing
+                            * margins; NULL with a biased router: every routing flip is clear */
 } mla_dcmp_ctx;
 
 typedef struct mla_dcmp_result {

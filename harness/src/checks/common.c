@@ -333,7 +333,7 @@ void chk_compare_group(chk_run *r, const char *check, const char *path, mla_dump
                        int n, int bitwise)
 {
     for (int i = 0; i < n; i++) {
-        mla_dcmp_ctx c = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name, .check = check,
+        mla_dcmp_ctx c = {.rules = r->rules, .model = r->m, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name, .check = check,
                           .profile = r->profile, .path = path, .kv_len = -1};
         mla_dcmp_result res;
         mla_status st = bitwise ? mla_dcmp_bitwise(&c, a[i], b[i], &res) : mla_dcmp(&c, a[i], b[i], &res);

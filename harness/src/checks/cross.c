@@ -21,7 +21,7 @@ static void compare_decoded(chk_ctx *c, mla_dump **a, mla_dump **b)
     for (int i = 0; lo > 0 && i < c->g->n; i++) {
         int rows = a[i]->tokens ? (int)a[i]->tokens->shape[0] : 0;
         if (lo >= rows) continue;
-        mla_dcmp_ctx dc = {.rules = r->rules, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name, .check = c->check,
+        mla_dcmp_ctx dc = {.rules = r->rules, .model = r->m, .on_row = mla_rep_on_dcmp_row, .user = r->rep, .case_name = r->cs->name, .check = c->check,
                            .profile = r->profile, .path = "decoded", .row_lo = lo, .row_hi = rows, .kv_len = rows};
         mla_dcmp_result res;
         mla_status st = mla_dcmp(&dc, a[i], b[i], &res);

@@ -38,7 +38,7 @@ void chk_sweep(chk_ctx *c)
              * fraction and the error statistics are over more than one token */
             int lo = prev > kv - 1 ? kv - 1 : prev;
             prev = kv;
-            mla_dcmp_ctx dc = {.rules = r->rules, .case_name = cs->name, .check = c->check,
+            mla_dcmp_ctx dc = {.rules = r->rules, .model = r->m, .case_name = cs->name, .check = c->check,
                                .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
                                .kv_len = kv};
             /* record only the end-of-layer taps per length, to keep metrics.tsv readable */
