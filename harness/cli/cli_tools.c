@@ -231,6 +231,9 @@ int cli_compare(int argc, char **argv)
         if (res.kl_mean >= 0) printf("; logits KL mean %.3g", res.kl_mean);
         if (res.flipped_tokens) printf("; %lld routing flips", (long long)res.flipped_tokens);
         printf("\n");
+        if (res.n_optional_missing)
+            printf("note: %d optional taps of the reference are not in the candidate (first %s); compared on the "
+                   "rest\n", res.n_optional_missing, res.first_optional_missing);
         if (res.n_failed)
             printf("FAIL: first divergence at %s%d tap %s: %s\n", res.first_layer >= 0 ? "layer " : "",
                    res.first_layer, res.first_tap, res.first_why);

@@ -66,25 +66,34 @@ static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const cha
     return mla_rules_match(s->c->rules, key, s->c->profile, s->c->check);
 }
 
-static void note_result(dcmp_state *s, int layer, const char *tap, int pass, double headroom, const char *why)
+/* The first failure is the first divergence: later ones only count. */
+static void note_fail(mla_dcmp_result *o, int layer, const char *tap, const char *why)
 {
-    mla_dcmp_result *o = s->out;
-    o->n_compared++;
-    if (headroom > o->worst_headroom || o->n_compared == 1) {
+    if (o->n_failed == 0) {
+        o->first_layer = layer;
+        snprintf(o->first_tap, sizeof o->first_tap, "%s", tap);
+        snprintf(o->first_why, sizeof o->first_why, "%s", why);
+    }
+    o->n_failed++;
+}
+
+static void note_worst(mla_dcmp_result *o, int layer, const char *tap, double headroom, int first)
+{
+    if (headroom > o->worst_headroom || first) {
         o->worst_headroom = headroom;
         if (layer < 0)
             snprintf(o->worst_tap, sizeof o->worst_tap, "%s", tap);
         else
             snprintf(o->worst_tap, sizeof o->worst_tap, "L%d/%s", layer, tap);
     }
-    if (!pass) {
-        if (o->n_failed == 0) {
-            o->first_layer = layer;
-            snprintf(o->first_tap, sizeof o->first_tap, "%s", tap);
-            snprintf(o->first_why, sizeof o->first_why, "%s", why);
-        }
-        o->n_failed++;
-    }
+}
+
+static void note_result(dcmp_state *s, int layer, const char *tap, int pass, double headroom, const char *why)
+{
+    mla_dcmp_result *o = s->out;
+    o->n_compared++;
+    note_worst(o, layer, tap, headroom, o->n_compared == 1);
+    if (!pass) note_fail(o, layer, tap, why);
 }
 
 /* kl: the logits' mean KL, or NULL when none was computed. */
@@ -215,6 +224,50 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
     return st;
 }
 
+/* What a dump of the model must hold (golden/README.md, "Completeness"): every layer's block output
+ * and the logits. Every other tap is optional: an engine without MLA_FEAT_TAPS_INTERNAL, or a path
+ * that does not make a tap (q_absorbed outside decode), legitimately lacks it. */
+static int tap_required(mla_tap t)
+{
+    return t == MLA_TAP_OUT || t == MLA_TAP_LOGITS;
+}
+
+/* A required tap absent from one side: a failure in computation order, with a row like a shape
+ * mismatch, so the first missing tap is the first divergence. */
+static mla_status note_missing(dcmp_state *s, int layer, const char *tap, const char *why)
+{
+    mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
+    snprintf(r.why, sizeof r.why, "%s", why);
+    note_worst(s->out, layer, tap, INFINITY, 0);
+    note_fail(s->out, layer, tap, r.why);
+    return add_row(s, layer, tap, &r, "missing", NULL);
+}
+
+/* Whether (layer, t) is compared: 1 both sides hold it; 0 skipped (optional and absent, noted when
+ * only the candidate lacks it); a required tap absent from either side fails through *st. */
+static int tap_present(dcmp_state *s, int layer, mla_tap t, const mla_tensor *ta, const mla_tensor *tb,
+                       mla_status *st)
+{
+    *st = MLA_OK;
+    if (ta && tb) return 1;
+    char key[48], why[200];
+    if (layer >= 0)
+        snprintf(key, sizeof key, "L%d/%s", layer, mla_tap_name(t));
+    else
+        snprintf(key, sizeof key, "%s", mla_tap_name(t));
+    if (!tap_required(t)) {
+        if (ta && !tb && s->out->n_optional_missing++ == 0)
+            snprintf(s->out->first_optional_missing, sizeof s->out->first_optional_missing, "%s", key);
+        return 0;
+    }
+    if (!ta)
+        snprintf(why, sizeof why, "the reference lacks %s, which every dump of this model must hold", key);
+    else
+        snprintf(why, sizeof why, "the candidate lacks %s, which the reference holds", key);
+    *st = note_missing(s, layer, mla_tap_name(t), why);
+    return 0;
+}
+
 static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out,
                             mla_status (*one)(dcmp_state *, int, mla_tap, const mla_tensor *, const mla_tensor *),
                             int routing)
@@ -227,19 +280,25 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
     s.mask = calloc((size_t)rows + 1, 1);
     if (!s.mask) return mla_errorf(MLA_ERR_NOMEM, "compare: mask");
     mla_status st = MLA_OK;
-    /* embed, then each layer, then final_norm and logits */
+    /* embed, then each layer, then final_norm and logits; layers past either side's count are
+     * walked too, so a missing or extra layer fails on its block output */
     const mla_tensor *ta = mla_dump_get(a, 0, MLA_TAP_EMBED), *tb = mla_dump_get(b, 0, MLA_TAP_EMBED);
-    if (ta && tb && (st = one(&s, -1, MLA_TAP_EMBED, ta, tb))) goto done;
-    for (int l = 0; l < a->n_layers && l < b->n_layers; l++) {
+    if (tap_present(&s, -1, MLA_TAP_EMBED, ta, tb, &st) && (st = one(&s, -1, MLA_TAP_EMBED, ta, tb))) goto done;
+    if (st) goto done;
+    int n_layers = a->n_layers > b->n_layers ? a->n_layers : b->n_layers;
+    for (int l = 0; l < n_layers; l++) {
         for (int t = 0; t < MLA_TAP_COUNT; t++) {
             if (!mla_tap_is_layer((mla_tap)t)) continue;
+            ta = mla_dump_get(a, l, (mla_tap)t);
+            tb = mla_dump_get(b, l, (mla_tap)t);
+            if (!tap_present(&s, l, (mla_tap)t, ta, tb, &st)) {
+                if (st) goto done;
+                continue;
+            }
             if (routing && t == MLA_TAP_TOPK_IDS) {
                 if ((st = cmp_routing(&s, l, a, b))) goto done;
                 continue;
             }
-            ta = mla_dump_get(a, l, (mla_tap)t);
-            tb = mla_dump_get(b, l, (mla_tap)t);
-            if (!ta || !tb) continue;
             if (routing && t == MLA_TAP_TOPK_WEIGHTS) {
                 /* compare weights in id order */
                 const mla_tensor *ia = mla_dump_get(a, l, MLA_TAP_TOPK_IDS), *ib = mla_dump_get(b, l, MLA_TAP_TOPK_IDS);
@@ -260,7 +319,15 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
     for (int t = MLA_TAP_FINAL_NORM; t <= MLA_TAP_LOGITS; t++) {
         ta = mla_dump_get(a, 0, (mla_tap)t);
         tb = mla_dump_get(b, 0, (mla_tap)t);
-        if (ta && tb && (st = one(&s, -1, (mla_tap)t, ta, tb))) goto done;
+        if (tap_present(&s, -1, (mla_tap)t, ta, tb, &st) && (st = one(&s, -1, (mla_tap)t, ta, tb))) goto done;
+        if (st) goto done;
+    }
+    if (out->n_compared == 0 && out->n_failed == 0) {
+        /* two dumps with nothing in common prove nothing */
+        char why[160];
+        snprintf(why, sizeof why, "nothing was compared: the dumps hold no tap in common (%d and %d layers)",
+                 a->n_layers, b->n_layers);
+        note_fail(out, -1, "none", why);
     }
 done:
     free(s.mask);

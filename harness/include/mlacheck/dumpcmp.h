@@ -52,13 +52,27 @@ typedef struct mla_dcmp_result {
     char worst_tap[48];   /* "L1/attn_out" */
     double kl_mean;       /* logits KL(a||b) mean, -1 when logits absent */
     int64_t flipped_tokens;
+    int n_optional_missing;       /* optional taps the reference holds and the candidate lacks (not failures) */
+    char first_optional_missing[48]; /* the first of them in computation order, "L0/q_nope"; "" when none */
 } mla_dcmp_result;
 
-/* a is the reference side, b the candidate. Taps present in only one dump are skipped.
+/* a is the reference side, b the candidate. What each side must hold (the completeness rule):
+ * - required taps: every layer's block output `out` (layers 0 .. the model's num_hidden_layers - 1,
+ *   from each dump's /meta model_config) and `logits`. The reference must hold them (a hollow golden
+ *   fails) and so must the candidate; a required tap absent from either side, or a layer present on
+ *   one side only, is a failure naming it (layer, tap), placed in computation order, so a missing tap
+ *   that comes first is the first divergence (its row's worst is "missing", headroom INFINITY).
+ * - optional taps: every other tap (embed, final_norm, the internal taps an engine without
+ *   MLA_FEAT_TAPS_INTERNAL does not record, q_absorbed outside decode, the router taps). Compared when
+ *   both sides hold them; one the reference holds and the candidate lacks is counted in
+ *   n_optional_missing (not a failure, no row); one only the candidate holds is ignored.
+ * - 0 taps compared is never a pass: a failure at tap "none" saying nothing was compared.
+ * Same shapes are required of every compared tap (a shape mismatch fails that tap).
  * MLA_ERR_NOT_FOUND when no rule covers a compared tap (the rules file must be complete). */
 mla_status mla_dcmp(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out);
 
-/* Bitwise equality of every tap (determinism); first differing tap reported like mla_dcmp. */
+/* Bitwise equality of every tap (determinism), under the same completeness rule; first differing
+ * tap reported like mla_dcmp. */
 mla_status mla_dcmp_bitwise(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out);
 
 #ifdef __cplusplus

@@ -50,6 +50,31 @@ static mla_status dump_compact(mla_dump *d)
     return MLA_OK;
 }
 
+/* A golden stands for the case only when its provenance says so: the model name and weights hash of
+ * its /meta (when it stores them; files from other tools may not) match the candidate's, and its
+ * tokens are the prompt's. Anything else would compare two different runs. */
+static mla_status golden_matches(const char *gp, const mla_dump *gd, const mla_dump *cand, const int32_t *tok, int len)
+{
+    if (gd->meta.model[0] && strcmp(gd->meta.model, cand->meta.model))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta model: '%s', expected '%s' (the case's model)", gp, gd->meta.model,
+                          cand->meta.model);
+    if (gd->meta.weights_hash[0] && cand->meta.weights_hash[0] && strcmp(gd->meta.weights_hash, cand->meta.weights_hash))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta weights_hash: %s, expected %s (the case's model weights)", gp,
+                          gd->meta.weights_hash, cand->meta.weights_hash);
+    if (gd->n_layers != cand->n_layers)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta model_config num_hidden_layers: %d, expected %d", gp, gd->n_layers,
+                          cand->n_layers);
+    if (!gd->tokens || gd->tokens->shape[0] != len)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /tokens: %lld tokens, expected the prompt's %d", gp,
+                          gd->tokens ? (long long)gd->tokens->shape[0] : 0LL, len);
+    const int32_t *gt = gd->tokens->data;
+    for (int k = 0; k < len; k++)
+        if (gt[k] != tok[k])
+            return mla_errorf(MLA_ERR_FORMAT, "%s: /tokens[%d]: %d, expected the prompt's %d", gp, k, (int)gt[k],
+                              (int)tok[k]);
+    return MLA_OK;
+}
+
 /* golden check or golden writing for one engine's path dumps. Writing changes the dumps (provenance,
  * narrowed dtypes, values unchanged); under `mlacheck golden` no other check of the group runs after
  * it but cross-engine, which compares values only. */
@@ -74,6 +99,11 @@ static void golden_path(chk_ctx *c, const char *path, mla_dump **d)
         mla_status st = mla_h5_read(gp, &gd);
         if (st) {
             chk_verdict_error(r, c->check, path, st);
+            continue;
+        }
+        if ((st = golden_matches(gp, gd, d[i], c->g->tok[i], c->g->len[i]))) {
+            chk_verdict_error(r, c->check, path, st);
+            mla_dump_free(gd);
             continue;
         }
         mla_dump *one[1] = {gd}, *cand[1] = {d[i]};
