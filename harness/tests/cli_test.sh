@@ -100,6 +100,17 @@ bad-input)
     grep -q "trunc.h5" "$TMP/out" || fail "truncated file not named: $(cat $TMP/out)"
     printf 'not hdf5' >"$TMP/junk.h5"
     expect_code 2 "$MLA" compare "$TMP/junk.h5" "$TMP/g.h5"
+    # a golden of another model, or of another path, standing in for the case's is refused, naming
+    # the file and the /meta field
+    cp -r golden "$TMP/gold"
+    cp golden/tiny-v3/fp64/prefill-8-1897097a.h5 "$TMP/gold/tiny-v2-lite/fp64/prefill-8-1897097a.h5"
+    expect_code 2 "$MLA" run --suite smoke --golden "$TMP/gold" --quiet --results "$TMP/res"
+    grep -q "gold/tiny-v2-lite/fp64/prefill-8-1897097a.h5: /meta model: 'tiny-v3', expected 'tiny-v2-lite'" "$TMP/out" ||
+        fail "model-mismatch golden not refused: $(cat $TMP/out)"
+    cp golden/tiny-v2-lite/fp64/decode-8-1897097a.h5 "$TMP/gold/tiny-v2-lite/fp64/prefill-8-1897097a.h5"
+    expect_code 2 "$MLA" run --suite smoke --golden "$TMP/gold" --quiet --results "$TMP/res"
+    grep -q "prefill-8-1897097a.h5: /meta path: 'decode', expected 'prefill'" "$TMP/out" ||
+        fail "path-mismatch golden not refused: $(cat $TMP/out)"
     PY=""
     for p in python3 /usr/bin/python3; do "$p" -c 'import h5py' 2>/dev/null && { PY=$p; break; }; done
     if [ -n "$PY" ]; then

@@ -51,10 +51,15 @@ static mla_status dump_compact(mla_dump *d)
 }
 
 /* A golden stands for the case only when its provenance says so: the model name and weights hash of
- * its /meta (when it stores them; files from other tools may not) match the candidate's, and its
- * tokens are the prompt's. Anything else would compare two different runs. */
-static mla_status golden_matches(const char *gp, const mla_dump *gd, const mla_dump *cand, const int32_t *tok, int len)
+ * its /meta (when it stores them; files from other tools may not) match the candidate's, so do its
+ * profile and path, and its tokens are the prompt's. Anything else would compare two different runs. */
+static mla_status golden_matches(const char *gp, const mla_dump *gd, const mla_dump *cand, const char *profile,
+                                 const char *path, const int32_t *tok, int len)
 {
+    if (gd->meta.profile[0] && strcmp(gd->meta.profile, profile))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta profile: '%s', expected '%s'", gp, gd->meta.profile, profile);
+    if (gd->meta.path[0] && strcmp(gd->meta.path, path))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta path: '%s', expected '%s'", gp, gd->meta.path, path);
     if (gd->meta.model[0] && strcmp(gd->meta.model, cand->meta.model))
         return mla_errorf(MLA_ERR_FORMAT, "%s: /meta model: '%s', expected '%s' (the case's model)", gp, gd->meta.model,
                           cand->meta.model);
@@ -101,7 +106,7 @@ static void golden_path(chk_ctx *c, const char *path, mla_dump **d)
             chk_verdict_error(r, c->check, path, st);
             continue;
         }
-        if ((st = golden_matches(gp, gd, d[i], c->g->tok[i], c->g->len[i]))) {
+        if ((st = golden_matches(gp, gd, d[i], r->profile, path, c->g->tok[i], c->g->len[i]))) {
             chk_verdict_error(r, c->check, path, st);
             mla_dump_free(gd);
             continue;
