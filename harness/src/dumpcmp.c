@@ -52,6 +52,7 @@ typedef struct {
     mla_dcmp_result *out;
     unsigned char *mask; /* tokens whose routing flipped at or before the current point */
     int lo, hi;
+    int ref_layers; /* the reference's layer count: a candidate layer past it is extra, not missing */
 } dcmp_state;
 
 /* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
@@ -260,7 +261,9 @@ static int tap_present(dcmp_state *s, int layer, mla_tap t, const mla_tensor *ta
             snprintf(s->out->first_optional_missing, sizeof s->out->first_optional_missing, "%s", key);
         return 0;
     }
-    if (!ta)
+    if (!ta && layer >= s->ref_layers)
+        snprintf(why, sizeof why, "the candidate holds %s; the reference's model has %d layers", key, s->ref_layers);
+    else if (!ta)
         snprintf(why, sizeof why, "the reference lacks %s, which every dump of this model must hold", key);
     else
         snprintf(why, sizeof why, "the candidate lacks %s, which the reference holds", key);
@@ -276,7 +279,8 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
     out->first_layer = -1;
     out->kl_mean = -1;
     int rows = a->tokens ? (int)a->tokens->shape[0] : 0;
-    dcmp_state s = {.c = c, .out = out, .lo = c->row_lo, .hi = c->row_hi > 0 ? c->row_hi : rows};
+    dcmp_state s = {.c = c, .out = out, .lo = c->row_lo, .hi = c->row_hi > 0 ? c->row_hi : rows,
+                    .ref_layers = a->n_layers};
     s.mask = calloc((size_t)rows + 1, 1);
     if (!s.mask) return mla_errorf(MLA_ERR_NOMEM, "compare: mask");
     mla_status st = MLA_OK;

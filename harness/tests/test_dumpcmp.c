@@ -46,9 +46,8 @@ static mla_tensor *filled(mla_dtype dt, int64_t cols, const char *name)
 
 /* A dump of tiny-v3 holding every tap but the router taps (optional, and their routing needs real
  * expert sets), or, with internal = 0, only what an engine without MLA_FEAT_TAPS_INTERNAL records. */
-static mla_dump *make_dump(const fixture *f, int internal)
+static mla_dump *make_dump_of(const mla_config *cfg, int internal)
 {
-    const mla_config *cfg = mla_model_config(f->m);
     mla_dump *d = NULL;
     assert_int_equal(mla_dump_new(&d, cfg), MLA_OK);
     d->tokens = filled(MLA_I32, 1, "tokens");
@@ -66,6 +65,11 @@ static mla_dump *make_dump(const fixture *f, int internal)
                 mla_dump_set(d, l, (mla_tap)t, filled(MLA_F64, 4, mla_tap_name((mla_tap)t)));
     }
     return d;
+}
+
+static mla_dump *make_dump(const fixture *f, int internal)
+{
+    return make_dump_of(mla_model_config(f->m), internal);
 }
 
 static void drop(mla_dump *d, int layer, mla_tap t)
@@ -138,6 +142,21 @@ static void test_missing_layer_and_logits(void **state)
     assert_int_equal(r.n_failed, 2);
     assert_int_equal(r.first_layer, last);
     assert_string_equal(r.first_tap, "out");
+    assert_non_null(strstr(r.first_why, "candidate lacks"));
+    /* as the reference, the same dump is a hollow golden */
+    r = compare(f, b, a);
+    assert_int_equal(r.first_layer, last);
+    assert_non_null(strstr(r.first_why, "reference lacks"));
+    /* a candidate with one layer more than the reference's model fails on that layer's out */
+    mla_config less = *mla_model_config(f->m);
+    less.num_hidden_layers--;
+    mla_dump *c = make_dump_of(&less, 1);
+    r = compare(f, c, a);
+    assert_int_equal(r.n_failed, 1);
+    assert_int_equal(r.first_layer, last);
+    assert_string_equal(r.first_tap, "out");
+    assert_non_null(strstr(r.first_why, "reference's model has"));
+    mla_dump_free(c);
     mla_dump_free(a);
     mla_dump_free(b);
 }
