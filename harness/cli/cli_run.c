@@ -133,48 +133,15 @@ int cli_run(int argc, char **argv)
     return code;
 }
 
-/* MANIFEST with one line appended, replaced atomically (the old text read whole, the new written
- * beside it and renamed over it). */
+/* MANIFEST with one line appended, the whole file replaced atomically. */
 static mla_status append_manifest(const char *gd, const char *stamp, const char *suite, const char *sha,
                                   const char *reason)
 {
-    char mp[1100];
+    char mp[1100], line[4096];
     snprintf(mp, sizeof mp, "%s/MANIFEST", gd);
-    char *old = NULL;
-    size_t n = 0;
-    FILE *f = fopen(mp, "rb");
-    if (f) {
-        if (fseek(f, 0, SEEK_END) == 0) {
-            long len = ftell(f);
-            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (old = malloc((size_t)len + 1)))
-                n = fread(old, 1, (size_t)len, f);
-            if (!old || n != (size_t)len) {
-                fclose(f);
-                free(old);
-                return mla_errorf(MLA_ERR_IO, "%s: cannot read", mp);
-            }
-        }
-        fclose(f);
-    } else if (errno != ENOENT) {
-        return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", mp, strerror(errno));
-    }
-    char line[4096];
     int k = snprintf(line, sizeof line, "%s\tsuite=%s\tgit=%s\treason=%s\n", stamp, suite, sha, reason);
-    if (k < 0 || (size_t)k >= sizeof line) {
-        free(old);
-        return mla_errorf(MLA_ERR_INVALID, "%s: reason too long", mp);
-    }
-    char *all = malloc(n + (size_t)k);
-    if (!all) {
-        free(old);
-        return mla_errorf(MLA_ERR_NOMEM, "%s: buffer", mp);
-    }
-    if (n) memcpy(all, old, n);
-    memcpy(all + n, line, (size_t)k);
-    free(old);
-    mla_status st = mla_fio_write_atomic(mp, all, n + (size_t)k);
-    free(all);
-    return st;
+    if (k < 0 || (size_t)k >= sizeof line) return mla_errorf(MLA_ERR_INVALID, "%s: reason too long", mp);
+    return mla_fio_append_atomic(mp, line, (size_t)k);
 }
 
 /* golden: write candidates to results/golden-staging/<utc>-XXXXXX/; --update copies them into golden/. */

@@ -89,6 +89,40 @@ mla_status mla_fio_write_atomic(const char *dst, const void *data, size_t n)
     return commit_temp(fd, tmp, dst, 0644);
 }
 
+mla_status mla_fio_append_atomic(const char *dst, const void *data, size_t n)
+{
+    char *all = NULL;
+    size_t have = 0;
+    FILE *f = fopen(dst, "rb");
+    if (!f && errno != ENOENT) return mla_errorf(MLA_ERR_IO, "%s: cannot open: %s", dst, strerror(errno));
+    if (f) {
+        long len = -1;
+        if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+        if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+            fclose(f);
+            return mla_errorf(MLA_ERR_IO, "%s: cannot read", dst);
+        }
+        all = malloc((size_t)len + n + 1);
+        if (!all) {
+            fclose(f);
+            return mla_errorf(MLA_ERR_NOMEM, "%s: buffer of %ld bytes", dst, len);
+        }
+        have = fread(all, 1, (size_t)len, f);
+        int bad = have != (size_t)len || ferror(f);
+        fclose(f);
+        if (bad) {
+            free(all);
+            return mla_errorf(MLA_ERR_IO, "%s: short read", dst);
+        }
+    } else if (!(all = malloc(n + 1))) {
+        return mla_errorf(MLA_ERR_NOMEM, "%s: buffer", dst);
+    }
+    if (n) memcpy(all + have, data, n);
+    mla_status st = mla_fio_write_atomic(dst, all, have + n);
+    free(all);
+    return st;
+}
+
 mla_status mla_fio_replace(const char *src, const char *dst)
 {
     int in = open(src, O_RDONLY);

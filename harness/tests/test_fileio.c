@@ -118,6 +118,11 @@ static void test_write_atomic(void **state)
     put(b, "line 1\n");
     assert_int_equal(mla_fio_write_atomic(b, "line 1\nline 2\n", 14), MLA_OK);
     assert_string_equal(get(b), "line 1\nline 2\n");
+    assert_int_equal(mla_fio_append_atomic(b, "line 3\n", 7), MLA_OK);
+    assert_string_equal(get(b), "line 1\nline 2\nline 3\n");
+    PJOIN(b, "%s/NEW", root); /* appending to nothing creates it */
+    assert_int_equal(mla_fio_append_atomic(b, "first\n", 6), MLA_OK);
+    assert_string_equal(get(b), "first\n");
     assert_int_equal(temps_in(root), 0);
 }
 

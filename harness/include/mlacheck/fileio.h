@@ -16,6 +16,9 @@ mla_status mla_fio_fsync_dir(const char *dir);
 mla_status mla_fio_replace(const char *src, const char *dst);
 /* Write n bytes over dst atomically, the same way. */
 mla_status mla_fio_write_atomic(const char *dst, const void *data, size_t n);
+/* dst's text (none when it does not exist) with n bytes appended, replaced atomically: an
+ * interrupted append leaves the old file whole. */
+mla_status mla_fio_append_atomic(const char *dst, const void *data, size_t n);
 /* Move src to dst: rename(), or across file systems (EXDEV) mla_fio_move_copy. */
 mla_status mla_fio_move(const char *src, const char *dst);
 /* The cross-device move: mla_fio_replace, then unlink src (src stays when the copy failed). */
