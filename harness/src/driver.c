@@ -40,11 +40,13 @@ static void copy_rows(mla_tensor *dst, int64_t r0, const mla_tensor *src, int64_
 static mla_status check_tap(const mla_engine *e, const mla_config *cfg, int layer, mla_tap tap,
                             const mla_tensor *t, int64_t ntok)
 {
-    const char *tn = mla_tap_name(tap);
-    if (!t) return mla_errorf(MLA_ERR_FORMAT, "engine %s: layer %d tap %s: read_tap returned OK and no tensor", e->name, layer, tn);
+    char tn[96]; /* "layer 3 tap attn_core", or "global tap logits" */
+    if (layer < 0) snprintf(tn, sizeof tn, "global tap %s", mla_tap_name(tap));
+    else snprintf(tn, sizeof tn, "layer %d tap %s", layer, mla_tap_name(tap));
+    if (!t) return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: read_tap returned OK and no tensor", e->name, tn);
     if ((unsigned)t->dtype >= MLA_DTYPE_COUNT || !t->data)
-        return mla_errorf(MLA_ERR_FORMAT, "engine %s: layer %d tap %s: expected a tensor with data of a known dtype, got dtype %d%s",
-                          e->name, layer, tn, (int)t->dtype, t->data ? "" : " and no data");
+        return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected a tensor with data of a known dtype, got dtype %d%s",
+                          e->name, tn, (int)t->dtype, t->data ? "" : " and no data");
     int64_t want[MLA_MAX_DIMS];
     int nd = mla_tap_shape(tap, cfg, ntok, want);
     char ws[160] = "", gs[160] = "";
@@ -59,8 +61,8 @@ static mla_status check_tap(const mla_engine *e, const mla_config *cfg, int laye
         size_t k = strlen(gs);
         snprintf(gs + k, sizeof gs - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
     }
-    return mla_errorf(MLA_ERR_FORMAT, "engine %s: layer %d tap %s: expected shape [%s] (%lld rows, the call's new tokens), got [%s] (rank %d)",
-                      e->name, layer, tn, ws, (long long)ntok, gs, t->ndim);
+    return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected shape [%s] (%lld rows, the call's new tokens), got [%s] (rank %d)",
+                      e->name, tn, ws, (long long)ntok, gs, t->ndim);
 }
 
 /* Per sequence bookkeeping: which taps every call so far produced. */
@@ -88,7 +90,7 @@ static mla_status gather_call(mla_engine *e, const mla_config *cfg, drive_seq *s
                 continue;
             }
             if (st) return st;
-            if ((st = check_tap(e, cfg, layer < 0 ? 0 : layer, (mla_tap)tap, t, ntok))) {
+            if ((st = check_tap(e, cfg, layer, (mla_tap)tap, t, ntok))) {
                 mla_tensor_free(t);
                 return st;
             }

@@ -116,7 +116,7 @@ static void test_null_tap_refused(void **state)
 static void test_wrong_width_refused(void **state)
 {
     (void)state;
-    drive_bad(BAD_WIDTH, MLA_TAP_LOGITS, 0, "(14 rows, the call's new tokens)");
+    drive_bad(BAD_WIDTH, MLA_TAP_LOGITS, 0, "global tap logits: expected shape [14,512] (14 rows, the call's new tokens), got [14,513]");
 }
 
 static void test_wrong_rank_refused(void **state)
