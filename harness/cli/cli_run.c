@@ -1,8 +1,10 @@
 /* cli_run.c: `mlacheck run`, `golden` and `sweep`: suites through the runner into a report. */
 #include "cli.h"
 
+#include "mlacheck/fileio.h"
 #include "mlacheck/runner.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +133,18 @@ int cli_run(int argc, char **argv)
     return code;
 }
 
-/* golden: write candidates to results/golden-staging/<utc>/; --update copies them into golden/. */
+/* MANIFEST with one line appended, the whole file replaced atomically. */
+static mla_status append_manifest(const char *gd, const char *stamp, const char *suite, const char *sha,
+                                  const char *reason)
+{
+    char mp[1100], line[4096];
+    snprintf(mp, sizeof mp, "%s/MANIFEST", gd);
+    int k = snprintf(line, sizeof line, "%s\tsuite=%s\tgit=%s\treason=%s\n", stamp, suite, sha, reason);
+    if (k < 0 || (size_t)k >= sizeof line) return mla_errorf(MLA_ERR_INVALID, "%s: reason too long", mp);
+    return mla_fio_append_atomic(mp, line, (size_t)k);
+}
+
+/* golden: write candidates to results/golden-staging/<utc>-XXXXXX/; --update copies them into golden/. */
 int cli_golden(int argc, char **argv)
 {
     static const struct option lo[] = {{"suite", required_argument, 0, 's'},
@@ -160,8 +173,25 @@ int cli_golden(int argc, char **argv)
     char rd[1024], gd[1024], stage[1400], stamp[32];
     time_t t = time(NULL);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
-    snprintf(stage, sizeof stage, "%s/golden-staging/%s", cli_dir("results", rd, sizeof rd), stamp);
+    cli_dir("results", rd, sizeof rd);
     cli_dir("golden", gd, sizeof gd);
+    /* one staging folder per run: two runs in the same second must not write into each other's */
+    char sroot[1100];
+    snprintf(sroot, sizeof sroot, "%s/golden-staging", rd);
+    if ((mkdir(rd, 0755) != 0 && errno != EEXIST) || (mkdir(sroot, 0755) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "mlacheck golden: %s: cannot create: %s\n", sroot, strerror(errno));
+        mla_suite_free(s);
+        mla_rules_free(rules);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(stage, sizeof stage, "%s/%s-XXXXXX", sroot, stamp);
+    if (!mkdtemp(stage)) {
+        fprintf(stderr, "mlacheck golden: %s: cannot create: %s\n", stage, strerror(errno));
+        mla_suite_free(s);
+        mla_rules_free(rules);
+        return CLI_EXIT_USAGE;
+    }
+    chmod(stage, 0755); /* mkdtemp makes it 0700; candidates are meant to be reviewed */
     char sha[64];
     mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .progress = isatty(2),
                           .git_sha = cli_git_sha(sha, sizeof sha)};
@@ -174,19 +204,12 @@ int cli_golden(int argc, char **argv)
     } else {
         printf("golden candidates written to %s\n", stage);
         if (update) {
-            char cmd[4096];
-            snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'/", stage, gd);
-            if (system(cmd) != 0) {
-                fprintf(stderr, "mlacheck golden: copying %s into %s failed\n", stage, gd);
+            /* each golden replaced atomically, MANIFEST last: interrupted, golden/ holds old or new
+             * files, never a truncated one, and MANIFEST names only an update that completed */
+            if (mla_fio_replace_tree(stage, gd, "MANIFEST") || append_manifest(gd, stamp, suite, sha, reason)) {
+                fprintf(stderr, "mlacheck golden: updating %s from %s failed: %s\n", gd, stage, mla_last_error());
                 code = CLI_EXIT_USAGE;
             } else {
-                char mp[1100];
-                snprintf(mp, sizeof mp, "%s/MANIFEST", gd);
-                FILE *f = fopen(mp, "a");
-                if (f) {
-                    fprintf(f, "%s\tsuite=%s\tgit=%s\treason=%s\n", stamp, suite, cli_git_sha(sha, sizeof sha), reason);
-                    fclose(f);
-                }
                 printf("golden/ updated from %s; MANIFEST records: %s\n", stage, reason);
             }
         } else {

@@ -35,6 +35,36 @@ static void copy_rows(mla_tensor *dst, int64_t r0, const mla_tensor *src, int64_
     }
 }
 
+/* A tap an engine returned, checked before a byte of it is copied: plugins are outside our control,
+ * and copy_rows trusts the row count and the row width. */
+static mla_status check_tap(const mla_engine *e, const mla_config *cfg, int layer, mla_tap tap,
+                            const mla_tensor *t, int64_t ntok)
+{
+    char tn[96]; /* "layer 3 tap attn_core", or "global tap logits" */
+    if (layer < 0) snprintf(tn, sizeof tn, "global tap %s", mla_tap_name(tap));
+    else snprintf(tn, sizeof tn, "layer %d tap %s", layer, mla_tap_name(tap));
+    if (!t) return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: read_tap returned OK and no tensor", e->name, tn);
+    if ((unsigned)t->dtype >= MLA_DTYPE_COUNT || !t->data)
+        return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected a tensor with data of a known dtype, got dtype %d%s",
+                          e->name, tn, (int)t->dtype, t->data ? "" : " and no data");
+    int64_t want[MLA_MAX_DIMS];
+    int nd = mla_tap_shape(tap, cfg, ntok, want);
+    char ws[160] = "", gs[160] = "";
+    int bad = t->ndim != nd;
+    for (int i = 0; i < nd; i++) {
+        size_t k = strlen(ws);
+        snprintf(ws + k, sizeof ws - k, "%s%lld", i ? "," : "", (long long)want[i]);
+        if (!bad && t->shape[i] != want[i]) bad = 1;
+    }
+    if (!bad) return MLA_OK;
+    for (int i = 0; i < t->ndim && i < MLA_MAX_DIMS; i++) {
+        size_t k = strlen(gs);
+        snprintf(gs + k, sizeof gs - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    }
+    return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected shape [%s] (%lld rows, the call's new tokens), got [%s] (rank %d)",
+                      e->name, tn, ws, (long long)ntok, gs, t->ndim);
+}
+
 /* Per sequence bookkeeping: which taps every call so far produced. */
 typedef struct {
     mla_dump *d;
@@ -45,6 +75,8 @@ static mla_status gather_call(mla_engine *e, const mla_config *cfg, drive_seq *s
                               const int *lens)
 {
     int L = cfg->num_hidden_layers;
+    int64_t ntok = 0;
+    for (int s = 0; s < b->n_seqs; s++) ntok += b->n_new[s];
     for (int layer = -1; layer < L; layer++) {
         for (int tap = 0; tap < MLA_TAP_COUNT; tap++) {
             if ((layer < 0) == mla_tap_is_layer((mla_tap)tap)) continue;
@@ -58,6 +90,10 @@ static mla_status gather_call(mla_engine *e, const mla_config *cfg, drive_seq *s
                 continue;
             }
             if (st) return st;
+            if ((st = check_tap(e, cfg, layer, (mla_tap)tap, t, ntok))) {
+                mla_tensor_free(t);
+                return st;
+            }
             int64_t row = 0;
             for (int s = 0; s < b->n_seqs; s++) {
                 drive_seq *q = &seqs[b->seq_ids[s]];

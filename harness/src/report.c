@@ -4,6 +4,7 @@
  * (mla_rep_render), so a report can be restyled without rerunning a suite. */
 #include "report_internal.h"
 
+#include "mlacheck/fileio.h"
 #include "mlacheck/metrics.h"
 
 #include <errno.h>
@@ -648,11 +649,8 @@ static mla_status write_inputs(const mla_rep_run *r, const char *dir)
     if (mkdir(path, 0755) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     for (size_t i = 0; i < r->n_input_files; i++) {
         if (mla_rep_pathf(path, sizeof path, "%s/failures/%s", dir, r->input_file_names[i])) return MLA_ERR_INVALID;
-        if (rename(r->input_files[i], path) != 0) { /* another file system: copy */
-            char cmd[9000];
-            snprintf(cmd, sizeof cmd, "cp '%s' '%s' && rm -f '%s'", r->input_files[i], path, r->input_files[i]);
-            if (system(cmd) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot move to %s", r->input_files[i], path);
-        }
+        mla_status st = mla_fio_move(r->input_files[i], path); /* EXDEV (/tmp to results/): copy + unlink */
+        if (st) return st;
     }
     for (size_t i = 0; i < r->n_inputs; i++) {
         if (mla_rep_pathf(path, sizeof path, "%s/failures/%s.txt", dir, r->inputs[i])) return MLA_ERR_INVALID;

@@ -201,6 +201,48 @@ EOS
     echo "git bisect found commit 6 ($bad)"
     git bisect reset >/dev/null 2>&1
     ;;
+golden-files)
+    # file moves and golden updates go through no shell: a --results path with a quote and a command
+    # substitution is just a name, and the failure's candidate dump is moved into the report
+    # (on /dev/shm when that is another file system than /tmp, where candidates are written: the
+    # cross-device copy is the path that once went through the shell)
+    base="$TMP"
+    if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d /tmp)" ]; then
+        SHM=$(mktemp -d -p /dev/shm) && trap 'rm -rf "$TMP" "$SHM"' EXIT && base="$SHM"
+    fi
+    res="$base/it's \$(touch PWNED)"
+    (cd "$TMP" && expect_code 1 "$MLA" run --suite smoke --inject no-mscale --results "$res" --quiet)
+    [ -e "$TMP/PWNED" ] || [ -e PWNED ] && fail "a quote in --results ran a command"
+    ls "$res"/*/failures/*.h5 >/dev/null 2>&1 || fail "no failure inputs moved into $res"
+    grep -q "tiny-v3-prefill | golden | fp64 | prefill | \*\*FAIL" "$res"/*/summary.md || fail "no normal report in $res"
+    # golden --update on a copy of golden/ (the command takes golden/ and results/ from the working
+    # folder): every staged file lands whole and opens, MANIFEST gains exactly one line, last
+    work="$TMP/work"
+    mkdir -p "$work/results" && cp -r golden "$work/golden"
+    lines=$(wc -l <"$work/golden/MANIFEST")
+    (cd "$work" && expect_code 0 "$MLA" golden --suite smoke --update --reason "test: it's \$(touch PWNED)" &&
+        sed -n 's/^golden\/ updated from \(.*\); MANIFEST records: .*/\1/p' "$TMP/out" >"$TMP/stage")
+    stage="$work/$(cat "$TMP/stage")"
+    [ -d "$stage" ] || { cat "$TMP/out"; fail "no staging folder named by golden --update"; }
+    (cd "$work" && expect_code 0 "$MLA" golden --suite smoke) # same second: its own staging folder
+    [ "$(ls "$work/results/golden-staging" | wc -l)" = 2 ] || fail "two golden runs shared a staging folder"
+    [ -e "$work/PWNED" ] && fail "a quote in --reason ran a command"
+    [ "$(wc -l <"$work/golden/MANIFEST")" = $((lines + 1)) ] || fail "MANIFEST not appended once"
+    tail -1 "$work/golden/MANIFEST" | grep -qF "suite=smoke" || fail "MANIFEST's last line is not this update"
+    tail -1 "$work/golden/MANIFEST" | grep -qF "reason=test: it's \$(touch PWNED)" || fail "MANIFEST reason"
+    n=0
+    for f in $(cd "$stage" && find . -name '*.h5'); do
+        cmp -s "$stage/$f" "$work/golden/$f" || fail "golden $f differs from its staged candidate"
+        expect_code 0 "$MLA" compare "$work/golden/$f" "$stage/$f" --check golden --profile fp64
+        n=$((n + 1))
+    done
+    [ $n -ge 2 ] || fail "expected staged goldens, found $n"
+    [ -z "$(find "$work/golden" -name '*.tmp-*')" ] || fail "temporary files left in golden/"
+    for f in $(cd "$work/golden" && find . -name '*.h5' -not -path './oracle/*'); do # every golden opens
+        expect_code 0 "$MLA" compare "$work/golden/$f" "$work/golden/$f" --check determinism --profile fp64
+    done
+    echo "golden --update replaced $n goldens atomically; MANIFEST $lines -> $((lines + 1)) lines"
+    ;;
 *)
     fail "unknown test $NAME"
     ;;
