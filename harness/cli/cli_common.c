@@ -6,7 +6,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef MLA_SOURCE_DIR
 #define MLA_SOURCE_DIR "."
@@ -70,17 +73,36 @@ const char *cli_dir(const char *name, char *buf, size_t n)
 const char *cli_git_sha(char *buf, size_t n)
 {
     snprintf(buf, n, "unknown");
-    char cmd[1200];
-    /* --dirty: a report from a tree with uncommitted changes must not claim the commit's name alone */
-    snprintf(cmd, sizeof cmd, "git -C '%s' describe --always --dirty --abbrev=12 2>/dev/null", MLA_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    if (!p) return buf;
+    /* git run directly (no shell, so no quoting of the source path); --dirty: a report from a tree
+     * with uncommitted changes must not claim the commit's name alone */
+    int fd[2];
+    if (pipe(fd) != 0) return buf;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return buf;
+    }
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        int dn = open("/dev/null", O_WRONLY);
+        if (dn >= 0) dup2(dn, STDERR_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execlp("git", "git", "-C", MLA_SOURCE_DIR, "describe", "--always", "--dirty", "--abbrev=12", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
     char line[64];
-    if (fgets(line, sizeof line, p)) {
+    ssize_t k = read(fd[0], line, sizeof line - 1);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (k > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        line[k] = 0;
         line[strcspn(line, "\r\n")] = 0;
         if (line[0]) snprintf(buf, n, "%s", line);
     }
-    pclose(p);
     return buf;
 }
 

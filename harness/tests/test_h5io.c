@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include "mlacheck/dump.h"
@@ -528,6 +529,13 @@ static int group_setup(void **state)
     return mkdtemp(tmpdir) ? 0 : -1;
 }
 
+/* nftw callback: files and folders, deepest first (no shell for rm -rf). */
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -535,9 +543,7 @@ static int group_teardown(void **state)
         fprintf(stderr, "kept %s\n", tmpdir);
         return 0;
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
 int main(void)
