@@ -77,6 +77,10 @@ typedef struct chk_run {
     int64_t n_loads;              /* engines opened (and loaded) so far */
 } chk_run;
 
+/* Room for one more element in *arr (n used of *cap, elem bytes each): doubles the capacity, first
+ * when empty. 0 ok, -1 out of memory (*arr and *cap unchanged). */
+int chk_grow(void *arr, int *cap, int n, size_t elem, int first);
+
 /* What one check receives. */
 typedef struct chk_ctx {
     chk_run *r;

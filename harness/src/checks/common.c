@@ -27,6 +27,19 @@
  * reuses the bf16 drives, noise-floor the fp64 oracle); beyond this the least recently used go. */
 #define CHK_DUMP_BUDGET ((int64_t)1 << 30)
 
+int chk_grow(void *arr, int *cap, int n, size_t elem, int first)
+{
+    if (n < *cap) return 0;
+    int c = *cap ? 2 * *cap : first;
+    void *p; /* arr is a T **: its pointer moved through memcpy, not a void ** lvalue */
+    memcpy(&p, arr, sizeof p);
+    void *q = realloc(p, (size_t)c * elem);
+    if (!q) return -1;
+    memcpy(arr, &q, sizeof q);
+    *cap = c;
+    return 0;
+}
+
 void chk_run_init(chk_run *r, const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
                   mla_rep_run *rep, mla_runner_totals *tot)
 {
@@ -202,13 +215,8 @@ mla_status chk_engine_get(chk_run *r, const char *name, const mla_run_opts *ro, 
             if (r->eng[i].used < r->eng[lru].used) lru = i;
         engine_evict(r, lru);
     }
-    if (r->n_eng == r->cap_eng) {
-        int cap = r->cap_eng ? 2 * r->cap_eng : 4;
-        chk_engine *ne = realloc(r->eng, (size_t)cap * sizeof *ne);
-        if (!ne) return mla_errorf(MLA_ERR_NOMEM, "runner: engine cache of %d entries", cap);
-        r->eng = ne;
-        r->cap_eng = cap;
-    }
+    if (chk_grow(&r->eng, &r->cap_eng, r->n_eng, sizeof *r->eng, 4))
+        return mla_errorf(MLA_ERR_NOMEM, "runner: engine cache of %d entries", 2 * r->cap_eng);
     chk_engine *x = &r->eng[r->n_eng];
     memset(x, 0, sizeof *x);
     if (!(x->name = strdup(name))) return mla_errorf(MLA_ERR_NOMEM, "runner: engine name");
@@ -295,13 +303,8 @@ mla_status chk_dumps(chk_run *r, const char *engine, mla_profile prof, int fault
             *out = r->drv[i].dumps;
             return MLA_OK;
         }
-    if (r->n_drv == r->cap_drv) {
-        int cap = r->cap_drv ? 2 * r->cap_drv : 8;
-        chk_drive *nd = realloc(r->drv, (size_t)cap * sizeof *nd);
-        if (!nd) return mla_errorf(MLA_ERR_NOMEM, "runner: drive cache of %d entries", cap);
-        r->drv = nd;
-        r->cap_drv = cap;
-    }
+    if (chk_grow(&r->drv, &r->cap_drv, r->n_drv, sizeof *r->drv, 8))
+        return mla_errorf(MLA_ERR_NOMEM, "runner: drive cache of %d entries", 2 * r->cap_drv);
     chk_drive x = {.ro = ro, .d = *d, .n = g->n};
     x.engine = strdup(engine);
     x.tok = malloc((size_t)g->n * sizeof *x.tok);

@@ -26,15 +26,9 @@ static chk_verdict *verdict_get(chk_run *r, const char *check, const char *path)
 {
     for (int i = 0; i < r->nv; i++)
         if (!strcmp(r->v[i].check, check) && !strcmp(r->v[i].path, path)) return &r->v[i];
-    if (r->nv == r->cap_v) {
-        int cap = r->cap_v ? 2 * r->cap_v : 64;
-        chk_verdict *nv = realloc(r->v, (size_t)cap * sizeof *nv);
-        if (!nv) {
-            note_nomem(r, "verdict list");
-            return NULL;
-        }
-        r->v = nv;
-        r->cap_v = cap;
+    if (chk_grow(&r->v, &r->cap_v, r->nv, sizeof *r->v, 64)) {
+        note_nomem(r, "verdict list");
+        return NULL;
     }
     chk_verdict *v = &r->v[r->nv++];
     memset(v, 0, sizeof *v);
@@ -95,15 +89,9 @@ void chk_verdict_skip(chk_run *r, const char *check, const char *path, const cha
 static void failure_add(chk_run *r, const chk_verdict *v)
 {
     mla_runner_totals *t = r->tot;
-    if (t->n_failures == t->cap_failures) {
-        int cap = t->cap_failures ? 2 * t->cap_failures : 16;
-        mla_runner_failure *nf = realloc(t->failures, (size_t)cap * sizeof *nf);
-        if (!nf) {
-            note_nomem(r, "failure list");
-            return;
-        }
-        t->failures = nf;
-        t->cap_failures = cap;
+    if (chk_grow(&t->failures, &t->cap_failures, t->n_failures, sizeof *t->failures, 16)) {
+        note_nomem(r, "failure list");
+        return;
     }
     mla_runner_failure *f = &t->failures[t->n_failures];
     memset(f, 0, sizeof *f);
