@@ -14,6 +14,40 @@
 
 /* ---------- prompts and golden names ---------- */
 
+/* text: the bytes [offset, offset+len) of a file as token ids, after the BOS token when given. */
+static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int vocab, int32_t **tokens, int *n)
+{
+    int nb = p->len - (p->bos >= 0);
+    if (vocab < 256 || p->bos >= vocab)
+        return mla_errorf(MLA_ERR_INVALID, "%s: text prompt needs a byte-level vocabulary (>= 256 and > bos %d), got %d",
+                          path, p->bos, vocab);
+    FILE *f = fopen(path, "rb");
+    if (!f) return mla_errorf(MLA_ERR_IO, "text prompt file %s: %s", path, strerror(errno));
+    unsigned char *b = malloc((size_t)nb);
+    int32_t *t = malloc((size_t)p->len * sizeof(int32_t));
+    size_t got = 0;
+    if (b && t && fseek(f, p->offset, SEEK_SET) == 0) got = fread(b, 1, (size_t)nb, f);
+    fclose(f);
+    if (!b || !t) {
+        free(b);
+        free(t);
+        return mla_errorf(MLA_ERR_NOMEM, "text prompt");
+    }
+    if (got != (size_t)nb) {
+        free(b);
+        free(t);
+        return mla_errorf(MLA_ERR_FORMAT, "text prompt file %s: offset %ld + len %d: expected that many bytes, "
+                          "the file has %zu from there", path, p->offset, nb, got);
+    }
+    int k = 0;
+    if (p->bos >= 0) t[k++] = p->bos;
+    for (int i = 0; i < nb; i++) t[k++] = b[i];
+    free(b);
+    *tokens = t;
+    *n = k;
+    return MLA_OK;
+}
+
 mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab,
                                     int32_t **tokens, int *n)
 {
@@ -43,13 +77,15 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
         *n = p->len;
         return MLA_OK;
     }
-    /* file: whitespace separated ids, relative to the suite file's folder */
+    /* file, text: relative to the suite file's folder */
     char path[1024];
     const char *slash = strrchr(suite_origin, '/');
     if (p->file[0] != '/' && slash)
         snprintf(path, sizeof path, "%.*s/%s", (int)(slash - suite_origin), suite_origin, p->file);
     else
         snprintf(path, sizeof path, "%s", p->file);
+    if (p->kind == MLA_PROMPT_TEXT) return text_tokens(p, path, vocab, tokens, n);
+    /* file: whitespace separated ids */
     FILE *f = fopen(path, "r");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: prompt file %s: %s", suite_origin, path, strerror(errno));
     int cap = 256, k = 0;

@@ -268,11 +268,50 @@ static mla_status set_int(const parser *p, int line, const char *key, const char
     return MLA_OK;
 }
 
+/* text:PATH,offset=O,len=N[,bos=T] (the path itself may not contain a comma). */
+static mla_status parse_text_prompt(const parser *p, int line, char *rest, mla_suite_prompt *pr)
+{
+    static const char *const tk[] = {"offset", "len", "bos"};
+    char *parts[8];
+    int n = split(rest, ',', parts, 8);
+    if (n < 2 || !*parts[0]) return perr(p, line, "text prompt '%s'; expected text:PATH,offset=O,len=N[,bos=T]", rest);
+    pr->kind = MLA_PROMPT_TEXT;
+    pr->bos = -1;
+    int have_len = 0;
+    for (int i = 1; i < n; i++) {
+        char *eq = strchr(parts[i], '=');
+        long x;
+        if (!eq) return perr(p, line, "text prompt parameter '%s'; expected name=value", parts[i]);
+        *eq = '\0';
+        char *k = trim(parts[i]), *v = trim(eq + 1);
+        if (strcmp(k, "offset") == 0) {
+            if (parse_long(v, 0, 1L << 40, &x) != 0)
+                return perr(p, line, "text prompt offset '%s'; expected an integer >= 0", v);
+            pr->offset = x;
+        } else if (strcmp(k, "len") == 0) {
+            if (parse_long(v, 1, MAX_PROMPT_LEN - 1, &x) != 0)
+                return perr(p, line, "text prompt len '%s'; expected an integer in [1, %d]", v, MAX_PROMPT_LEN - 1);
+            pr->len = (int)x;
+            have_len = 1;
+        } else if (strcmp(k, "bos") == 0) {
+            if (parse_long(v, 0, INT32_MAX, &x) != 0)
+                return perr(p, line, "text prompt bos '%s'; expected a token id", v);
+            pr->bos = (int)x;
+        } else {
+            return unknown_word(p, line, "text prompt parameter", k, NULL, tk, 3);
+        }
+    }
+    if (!have_len) return perr(p, line, "text prompt without len; expected text:PATH,offset=O,len=N[,bos=T]");
+    pr->len += pr->bos >= 0;
+    pr->file = strdup(trim(parts[0]));
+    return pr->file ? MLA_OK : MLA_ERR_NOMEM;
+}
+
 static mla_status parse_prompt(const parser *p, int line, char *item, mla_suite_prompt *pr)
 {
     memset(pr, 0, sizeof *pr);
     char *colon = strchr(item, ':');
-    if (!colon) return perr(p, line, "prompt '%s'; expected random:len=N[,seed=S], tokens:a,b,... or file:PATH", item);
+    if (!colon) return perr(p, line, "prompt '%s'; expected random:len=N[,seed=S], tokens:a,b,..., file:PATH or text:PATH,offset=O,len=N[,bos=T]", item);
     *colon = '\0';
     char *kind = trim(item), *rest = trim(colon + 1);
     if (strcmp(kind, "random") == 0) {
@@ -334,9 +373,11 @@ static mla_status parse_prompt(const parser *p, int line, char *item, mla_suite_
         if (!*rest) return perr(p, line, "file prompt without a path; expected file:PATH");
         pr->file = strdup(rest);
         if (!pr->file) return MLA_ERR_NOMEM;
+    } else if (strcmp(kind, "text") == 0) {
+        return parse_text_prompt(p, line, rest, pr);
     } else {
-        static const char *const kinds[] = {"random", "tokens", "file"};
-        return unknown_word(p, line, "prompt kind", kind, "prompts", kinds, 3);
+        static const char *const kinds[] = {"random", "tokens", "file", "text"};
+        return unknown_word(p, line, "prompt kind", kind, "prompts", kinds, 4);
     }
     return MLA_OK;
 }

@@ -10,10 +10,13 @@
 #include <cmocka.h>
 
 #include "mlacheck/rules.h"
+#include "mlacheck/runner.h"
 #include "mlacheck/suite.h"
 
-static const char *const shipped[] = {"smoke", "ci", "full", "fp8", "long-context", "gpu", "gpu-long"};
-#define N_SHIPPED 7
+#include <unistd.h>
+
+static const char *const shipped[] = {"smoke", "ci", "full", "fp8", "long-context", "gpu", "gpu-long", "trained"};
+#define N_SHIPPED 8
 
 static char *slurp(const char *path)
 {
@@ -150,7 +153,7 @@ static void test_list_and_load_errors(void **state)
     int n = 0;
     assert_int_equal(mla_suite_list("suites", &names, &n), MLA_OK);
     assert_int_equal(n, N_SHIPPED);
-    const char *sorted[] = {"ci", "fp8", "full", "gpu", "gpu-long", "long-context", "smoke"};
+    const char *sorted[] = {"ci", "fp8", "full", "gpu", "gpu-long", "long-context", "smoke", "trained"};
     for (int i = 0; i < n; i++) assert_string_equal(names[i], sorted[i]);
     mla_suite_list_free(names, n);
     mla_suite *s = NULL;
@@ -213,9 +216,46 @@ static void test_error_messages(void **state)
     expect_error("[case a]\nmodel = m\nprompts = randm:len=3\n", "unknown prompt kind 'randm' in 'prompts' (did you mean 'random'?)", 0);
     expect_error("[case a]\nmodel = m\nprompts = tokens:1,,2\n", "token list has an empty item", 0);
     expect_error("[case a]\nmodel = m\nprompts = tokens:1,-2\n", "token id '-2'", 0);
+    expect_error("[case a]\nmodel = m\nprompts = text:x.txt,offset=3\n", "text prompt without len", 0);
+    expect_error("[case a]\nmodel = m\nprompts = text:x.txt,len=3,bos=-1\n", "text prompt bos '-1'", 0);
+    expect_error("[case a]\nmodel = m\nprompts = text:x.txt,len=3,lenn=2\n", "unknown text prompt parameter 'lenn'", 0);
+    expect_error("[case a]\nmodel = m\nprompts = text:x.txt\n", "expected text:PATH,offset=O,len=N[,bos=T]", 0);
     /* Defaults are checked at their own line. */
     expect_error("[defaults]\nprofiles = fp65\n" GOOD_CASE, "suites/ci.suite:2: unknown profile 'fp65'", 0);
     expect_error("[suite]\ndescriptio = x\n", "suites/ci.suite:2: unknown key 'descriptio' in '[suite]' (did you mean 'description'?)", 1);
+}
+
+/* text: prompts are the file's bytes after an optional BOS; a file too short is an error. */
+static void test_text_prompt(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mla-text-XXXXXX", path[64], suite[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/p.txt", dir);
+    snprintf(suite, sizeof suite, "%s/x.suite", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("abcdef", f);
+    fclose(f);
+    mla_suite *s = NULL;
+    assert_int_equal(mla_suite_parse("[case a]\nmodel = m\nprompts = text:p.txt,offset=2,len=3,bos=256 ; "
+                                     "text:p.txt,offset=4,len=3\nengines = ref\nprofiles = fp64\nchecks = golden\n",
+                                     suite, &s), MLA_OK);
+    int32_t *t = NULL;
+    int n = 0;
+    assert_int_equal(mla_runner_prompt_tokens(&s->cases[0].prompts[0], suite, 257, &t, &n), MLA_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(t[0], 256);
+    assert_int_equal(t[1], 'c');
+    assert_int_equal(t[3], 'e');
+    free(t);
+    t = NULL;
+    assert_int_equal(mla_runner_prompt_tokens(&s->cases[0].prompts[1], suite, 257, &t, &n), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "expected that many bytes"));
+    assert_int_equal(mla_runner_prompt_tokens(&s->cases[0].prompts[0], suite, 200, &t, &n), MLA_ERR_INVALID);
+    mla_suite_free(s);
+    remove(path);
+    rmdir(dir);
 }
 
 static void test_defaults_and_comments(void **state)
@@ -487,7 +527,7 @@ int main(void)
         cmocka_unit_test(test_list_and_load_errors),  cmocka_unit_test(test_error_messages),
         cmocka_unit_test(test_defaults_and_comments), cmocka_unit_test(test_random_mutations),
         cmocka_unit_test(test_rules_shipped),         cmocka_unit_test(test_rules_order_and_errors),
-        cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_edit_distance),         cmocka_unit_test(test_text_prompt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
  *   [case tiny-v3-decode]      one block per case; names are unique in a file
  *   model    = tiny-v3         built-in name or HF folder                         (required)
  *   prompts  = random:len=37,seed=1 ; tokens:3,1,4,1,5 ; file:p.txt             (required)
+ *              text:PATH,offset=O,len=N[,bos=T]: N bytes of a text file as tokens (byte-level
+ *              models), after token T when given; PATH relative to the suite like file:
  *   batch    = 1               sequences run together
  *   engines  = ref, gpu, plugin:path.so                                          (required)
  *   against  = golden          golden | ref-fp64 | one of engines
@@ -99,15 +101,18 @@ typedef enum {
 typedef enum {
     MLA_PROMPT_RANDOM = 0, /* len tokens drawn from seed (uniform over the vocabulary) */
     MLA_PROMPT_TOKENS = 1, /* explicit token ids */
-    MLA_PROMPT_FILE = 2    /* token ids (whitespace separated) in a file, relative to the suite */
+    MLA_PROMPT_FILE = 2,   /* token ids (whitespace separated) in a file, relative to the suite */
+    MLA_PROMPT_TEXT = 3    /* bytes [offset, offset+len) of a file, optionally after a BOS token */
 } mla_suite_prompt_kind;
 
 typedef struct mla_suite_prompt {
     mla_suite_prompt_kind kind;
-    int len;          /* random: tokens; tokens: n_tokens; file: 0 (unknown until read) */
+    int len;          /* random: tokens; tokens: n_tokens; file: 0 (unknown until read); text: bytes + bos */
     unsigned seed;    /* random */
     int32_t *tokens;  /* tokens: [len], owned */
-    char *file;       /* file: path as written, owned */
+    char *file;       /* file, text: path as written, owned */
+    long offset;      /* text: first byte */
+    int bos;          /* text: token before the bytes, -1 = none */
 } mla_suite_prompt;
 
 typedef struct mla_suite_case {
