@@ -23,6 +23,7 @@ int cli_report(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_accuracy(int argc, char **argv);
 
 /* Exit code for a library status: bad input -> 2, engine/device -> 3, skipped -> 77. */
 int cli_exit_for(mla_status st);
@@ -44,5 +45,7 @@ const char *cli_dir(const char *name, char *buf, size_t n);
 const char *cli_git_sha(char *buf, size_t n);
 /* Parse "a,b,c" fault names into bits; -1 on an unknown name (message printed). */
 int cli_parse_faults(const char *list, unsigned *bits);
+/* Strict integer option: the whole string, in [lo, hi]; -1 with a message naming cmd and opt. */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
 
 #endif

@@ -4,7 +4,9 @@
 #include "mla/backend.h"
 #include "mlacheck/runner.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -119,5 +121,18 @@ int cli_parse_faults(const char *list, unsigned *bits)
             return -1;
         }
     }
+    return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "mlacheck %s: %s '%s': expected an integer in [%ld, %ld]\n", cmd, opt, s ? s : "", lo, hi);
+        return -1;
+    }
+    *out = (int)v;
     return 0;
 }

@@ -529,6 +529,8 @@ static double kl_row(const double *lp, const double *lq, int64_t n)
     return v > 0 ? v : 0;
 }
 
+int mla_cmp_log_softmax(const double *x, int64_t n, double *lp) { return log_softmax(x, n, lp); }
+
 mla_status mla_cmp_logits(const mla_tensor *a, const mla_tensor *b, mla_cmp_logits_result *out)
 {
     memset(out, 0, sizeof *out);

@@ -60,5 +60,8 @@ mla_status mla_rep_write_plots(const mla_rep_run *r, const char *dir, char *note
 /* plots/plots.txt lists the plots that were produced, one "name<TAB>title" a line; index.html
  * shows those (plots/<name>.svg, linking plots/<name>.png). */
 #define MLA_REP_PLOT_LIST "plots.txt"
+/* Runs gnuplot gp on NAME.gp inside pdir; its chatter goes to gnuplot.log. 0 when NAME.png and
+ * NAME.svg both exist. */
+int mla_rep_run_gnuplot(const char *gp, const char *pdir, const char *name);
 
 #endif

@@ -199,8 +199,7 @@ static int write_plot(const char *pdir, const plot_spec *p, series_set *ss)
     return fclose(f) == 0 ? 1 : -1;
 }
 
-/* Runs gnuplot on NAME.gp inside pdir; its chatter goes to gnuplot.log. 0 when both images exist. */
-static int run_gnuplot(const char *gp, const char *pdir, const char *name)
+int mla_rep_run_gnuplot(const char *gp, const char *pdir, const char *name)
 {
     char script[256];
     if (mla_rep_pathf(script, sizeof script, "%s.gp", name)) return -1;
@@ -353,7 +352,7 @@ mla_status mla_rep_write_plots(const mla_rep_run *r, const char *dir, char *note
         if (note && n) snprintf(note, n, "gnuplot not found: plots skipped");
     } else {
         for (int i = 0; i < n_made; i++) {
-            if (run_gnuplot(gp, pdir, made[i].name) != 0) {
+            if (mla_rep_run_gnuplot(gp, pdir, made[i].name) != 0) {
                 failed++;
                 continue;
             }

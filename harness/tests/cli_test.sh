@@ -243,6 +243,23 @@ golden-files)
     done
     echo "golden --update replaced $n goldens atomically; MANIFEST $lines -> $((lines + 1)) lines"
     ;;
+accuracy)
+    # the accuracy report on a trained model: fp64 is its own baseline (KL 0, top-1 1), bf16 costs a
+    # measurable but small KL, fp8kv (per-tensor scale 1) more; files written; bad options refused
+    out="$TMP/acc"
+    expect_code 0 "$MLA" accuracy --model golden/trained/trained-v2-lite --text golden/trained/heldout.txt --bos 256 \
+        --window 40 --windows 2 --prefill-len 8 --profiles bf16,fp8kv --out "$out"
+    for f in accuracy.tsv accuracy.md growth.dat growth.gp; do [ -s "$out/$f" ] || fail "accuracy: no $f"; done
+    awk -F'\t' 'NR==2 && !($2=="fp64" && $4==0 && $6==1) {exit 1}
+                NR==3 && !($2=="bf16" && $4>0 && $4<1e-2) {exit 1}
+                NR==4 && !($2=="fp8kv" && $4>0) {exit 1} END {if (NR!=4) exit 1}' "$out/accuracy.tsv" ||
+        { cat "$out/accuracy.tsv"; fail "accuracy.tsv rows are not fp64 (exact), bf16 (small KL), fp8kv"; }
+    expect_code 2 "$MLA" accuracy --model golden/trained/trained-v2-lite --text golden/trained/heldout.txt --window 0
+    grep -q -- "--window '0': expected an integer" "$TMP/out" || { cat "$TMP/out"; fail "no message for --window 0"; }
+    expect_code 2 "$MLA" accuracy --model golden/trained/trained-v2-lite --text golden/trained/heldout.txt --profiles bf61
+    expect_code 2 "$MLA" accuracy --model golden/trained/trained-v2-lite --text /nonexistent/text
+    grep -q "/nonexistent/text" "$TMP/out" || { cat "$TMP/out"; fail "the missing text file is not named"; }
+    ;;
 *)
     fail "unknown test $NAME"
     ;;

@@ -140,6 +140,8 @@ typedef struct mla_cmp_logits_result {
 
 /* MLA_ERR_NONFINITE when a row holds NaN or +inf or only -inf (-inf entries are probability 0). */
 mla_status mla_cmp_logits(const mla_tensor *a, const mla_tensor *b, mla_cmp_logits_result *out);
+/* lp[n] = log softmax(x[n]) in double (compensated sum); nonzero when x has no finite maximum. */
+int mla_cmp_log_softmax(const double *x, int64_t n, double *lp);
 void mla_cmp_format_logits(const mla_cmp_logits_result *r, char *buf, size_t n);
 
 /* Noise-floor rule (PyTorch same() idea): the candidate's error vs fp64 passes iff
