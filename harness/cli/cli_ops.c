@@ -106,7 +106,8 @@ int cli_ops(int argc, char **argv)
     ops_ctx x = {.o = &o};
     o.user = &x;
     /* the suite of an export is known before judging: the report is named after it */
-    mla_status st = judge_dir ? mla_opcheck_export_suite(judge_dir, judged, sizeof judged) : mla_opcheck_open(engine, &ops);
+    mla_status st = judge_dir ? mla_opcheck_export_suite(judge_dir, judged, sizeof judged)
+                              : mla_opcheck_open(engine, &ops);
     if (judge_dir) suite = judged;
     if (!st && rules_path && !(st = mla_rules_load(rules_path, &rules))) o.rules = rules;
     if (!st) st = mla_rep_new(results ? results : cli_dir("results", rd, sizeof rd), suite, &x.rep);

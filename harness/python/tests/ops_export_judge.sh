@@ -1,7 +1,8 @@
 #!/bin/sh
 # ops_export_judge.sh MLACHECK [PYTHON]: the export / judge route end to end, with no torch and no GPU:
 # export ops-smoke, run the numpy operator (examples/numpy_mla_ops.py), judge (exit 0); a planted 1%
-# softmax-scale error (exit 1, the case and tensor named, in the output and the results folder's junit); bad outputs (exit 2, file and dataset named);
+# softmax-scale error (exit 1, the case and tensor named, in the output and the results folder's
+# junit); bad outputs (exit 2, file and dataset named);
 # a case marked skipped (reported SKIP with its reason); the package's own checks of write_output.
 # Needs a python with numpy and h5py: PYTHON, python3 on PATH or /usr/bin/python3; exit 77 when none.
 set -u
