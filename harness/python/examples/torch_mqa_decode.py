@@ -121,9 +121,7 @@ def main():
     if torch is None:
         sys.exit("torch_mqa_decode.py: needs torch (pip install torch); the numpy route is numpy_mla_ops.py")
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    # float32 means float32: no TF32 in the score and output einsums
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    torch.set_float32_matmul_precision("highest")  # float32 means float32: no TF32 in the einsums
     print(f"torch {torch.__version__} on {device}{': planted 1% softmax-scale error' if a.plant_scale_bug else ''}")
     n_run = n_skip = 0
     for case in mlacheck.exported_cases(a.dir):

@@ -126,18 +126,15 @@ def forward_mha(q, kv_c, k_pe, w_kv_b, cache, block_table, cu_seqlens_q, seq_len
         k = torch.cat([k_nope, lat[None, :, C:].expand(H, n, R)], dim=-1)  # [H, n, P + R]
         v = torch.einsum("nc,hvc->hnv", lat[:, :C], w_uv)            # [H, n, V]
         qh = q[t0:t1].float().transpose(0, 1)                          # [H, s, P + R]
-        if ctx == 0:
-            mask, causal = None, True
-        else:  # causal aligned to the end: the context is visible to every new token
-            j = torch.arange(n, device=q.device)
-            mask, causal = j[None, :] <= (ctx + torch.arange(s, device=q.device))[:, None], False
-        o = F.scaled_dot_product_attention(qh[None], k[None], v[None], attn_mask=mask, is_causal=causal,
-                                           scale=softmax_scale)[0]    # [H, s, V]
-        out[t0:t1] = o.transpose(0, 1).to(torch.bfloat16)
+        # causal aligned to the end: the context is visible to every new token
+        visible = torch.arange(n, device=q.device)[None, :] <= (ctx + torch.arange(s, device=q.device))[:, None]
+        if ctx == 0:  # no context: SDPA's own (top-left) causal mask is the same one
+            o = F.scaled_dot_product_attention(qh[None], k[None], v[None], is_causal=True, scale=softmax_scale)
+        else:
+            o = F.scaled_dot_product_attention(qh[None], k[None], v[None], attn_mask=visible, scale=softmax_scale)
+        out[t0:t1] = o[0].transpose(0, 1).to(torch.bfloat16)          # [H, s, V] -> [s, H, V]
         scores = torch.einsum("hsd,hnd->hsn", qh, k) * softmax_scale
-        if mask is None:
-            mask = torch.ones(s, n, dtype=torch.bool, device=q.device).tril()
-        lse[t0:t1] = torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1).transpose(0, 1)
+        lse[t0:t1] = torch.logsumexp(scores.masked_fill(~visible, float("-inf")), dim=-1).transpose(0, 1)
     return out, lse
 
 
@@ -153,8 +150,7 @@ def main():
     if torch is None:
         sys.exit("torch_sdpa_prefill.py: needs torch >= 2.1 (pip install torch); the numpy route is numpy_mla_ops.py")
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 in the k / v / score einsums
-    torch.set_float32_matmul_precision("highest")
+    torch.set_float32_matmul_precision("highest")  # float32 means float32: no TF32 in the einsums
     backends = sdpa_backends(a.backend)
     print(f"torch {torch.__version__} on {device}, SDPA backend {a.backend}"
           f"{': planted 1% softmax-scale error' if a.plant_scale_bug else ''}")
