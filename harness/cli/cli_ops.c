@@ -1,16 +1,20 @@
 /* cli_ops.c: `mlacheck ops --engine E [--suite ops-smoke|ops-full] [--rules FILE]
- * [--format bf16|fp8|fp8ds|f32] [--filter SUBSTR]`: the attention operator cases (opcheck.h) through
- * the reference's or a plugin's operator, one line per case.
+ * [--format bf16|fp8|fp8ds|f32] [--filter SUBSTR] [--results DIR]`: the attention operator cases
+ * (opcheck.h) through the reference's or a plugin's operator, one line per case, and a results folder
+ * as `mlacheck run` writes (report.h: summary.json/md, junit.xml, metrics.tsv, index.html; one check
+ * per case) under DIR (default: the project's results/).
  * `mlacheck ops --export DIR [--suite S] [--format F] [--filter X]` writes the cases' inputs as HDF5
  * instead, and `mlacheck ops --judge DIR [--rules FILE] [--format F] [--filter X]` judges the outputs
  * a kernel wrote there (harness/python/README.md), with the same lines and exit codes. */
 #include "cli.h"
 
 #include "mlacheck/opcheck.h"
+#include "mlacheck/report.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const kv_format_names[] = {
 #define KV_NAME(e, name) name,
@@ -18,11 +22,26 @@ static const char *const kv_format_names[] = {
 #undef KV_NAME
 };
 
+/* What the per-case callback needs: the report and the options the cases are judged with. */
+typedef struct {
+    mla_rep_run *rep;
+    const mla_opcheck_opts *o;
+    mla_status st; /* the first failure to record a case (reported after the run) */
+} ops_ctx;
+
 static void ops_line(void *u, const mla_opcase *c, const mla_opcase_result *r)
 {
-    (void)u;
+    ops_ctx *x = u;
     printf("%-5s %-36s %7.3fs %s\n", mla_opcase_verdict_name(r->verdict), c->name, r->seconds,
            r->verdict == MLA_OPCASE_PASS ? "" : r->why);
+    if (x->rep && !x->st) x->st = mla_opcheck_report_case(x->rep, c, r, x->o);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* --format NAME into *out (an mla_kv_format); -1 with a message for an unknown name. */
@@ -43,8 +62,9 @@ int cli_ops(int argc, char **argv)
 {
     static const struct option lo[] = {{"engine", 1, 0, 'e'}, {"suite", 1, 0, 's'}, {"rules", 1, 0, 'r'},
                                        {"format", 1, 0, 'f'}, {"filter", 1, 0, 'k'}, {"export", 1, 0, 'x'},
-                                       {"judge", 1, 0, 'j'}, {0, 0, 0, 0}};
-    const char *engine = NULL, *suite = "ops-smoke", *rules_path = NULL, *export_dir = NULL, *judge_dir = NULL;
+                                       {"judge", 1, 0, 'j'}, {"results", 1, 0, 'o'}, {0, 0, 0, 0}};
+    const char *engine = NULL, *suite = "ops-smoke", *rules_path = NULL, *export_dir = NULL, *judge_dir = NULL,
+               *results = NULL;
     mla_opcheck_opts o;
     mla_opcheck_opts_default(&o);
     o.on_case = ops_line;
@@ -56,6 +76,7 @@ int cli_ops(int argc, char **argv)
         case 'k': o.filter = optarg; break;
         case 'x': export_dir = optarg; break;
         case 'j': judge_dir = optarg; break;
+        case 'o': results = optarg; break;
         case 'f':
             if (parse_format(optarg, &o.kv_format)) return CLI_EXIT_USAGE;
             break;
@@ -77,16 +98,36 @@ int cli_ops(int argc, char **argv)
         else printf("%s: exported %d cases to %s (index %s/cases.json)\n", suite, n, export_dir, export_dir);
         return cli_exit_for(st);
     }
+    double t0 = now_s();
     const mla_attn_ops *ops;
     mla_rules *rules = NULL;
     mla_opcheck_summary s = {0};
-    mla_status st = judge_dir ? MLA_OK : mla_opcheck_open(engine, &ops);
+    char judged[64] = "", rd[4096], sha[64];
+    ops_ctx x = {.o = &o};
+    o.user = &x;
+    /* the suite of an export is known before judging: the report is named after it */
+    mla_status st = judge_dir ? mla_opcheck_export_suite(judge_dir, judged, sizeof judged)
+                              : mla_opcheck_open(engine, &ops);
+    if (judge_dir) suite = judged;
     if (!st && rules_path && !(st = mla_rules_load(rules_path, &rules))) o.rules = rules;
-    if (!st) st = judge_dir ? mla_opcheck_judge_dir(judge_dir, &o, &s) : mla_opcheck_run_suite(suite, ops, &o, &s, NULL);
-    if (judge_dir) suite = judge_dir;
+    if (!st) st = mla_rep_new(results ? results : cli_dir("results", rd, sizeof rd), suite, &x.rep);
+    if (!st) {
+        mla_rep_set_git_sha(x.rep, cli_git_sha(sha, sizeof sha));
+        st = judge_dir ? mla_opcheck_judge_dir(judge_dir, &o, &s) : mla_opcheck_run_suite(suite, ops, &o, &s, NULL);
+    }
     if (st) fprintf(stderr, "mlacheck ops: %s: %s\n", mla_strerror(st), mla_last_error());
-    printf("%s: %d cases, %d passed, %d failed, %d errors, %d skipped%s%s\n", suite, s.n_cases, s.n_pass, s.n_fail,
-           s.n_error, s.n_skip, s.first_fail[0] ? "; first failure: " : "", s.first_fail);
+    printf("%s: %d cases, %d passed, %d failed, %d errors, %d skipped%s%s\n", judge_dir ? judge_dir : suite, s.n_cases,
+           s.n_pass, s.n_fail, s.n_error, s.n_skip, s.first_fail[0] ? "; first failure: " : "", s.first_fail);
+    /* the folder is written whenever the cases ran, failed or all skipped (CI shows the failures from
+     * it), not when an error stopped the run part way: a partial folder would read as a whole one */
+    mla_status fs = x.st;
+    if (x.rep && s.n_cases && (!st || st == MLA_ERR_UNSUPPORTED)) {
+        char out[4200] = "";
+        if (!fs) fs = mla_rep_finish(x.rep, now_s() - t0, out, sizeof out);
+        if (fs) fprintf(stderr, "mlacheck ops: writing the report: %s\n", mla_last_error());
+        else printf("report: %s/index.html (summary.md, junit.xml, metrics.tsv)\n", out);
+    }
+    mla_rep_free(x.rep);
     mla_rules_free(rules);
-    return cli_exit_for_counts(st, s.n_fail + s.n_error, s.n_skip, s.n_cases);
+    return cli_exit_for_counts(st ? st : fs, s.n_fail + s.n_error, s.n_skip, s.n_cases);
 }

@@ -21,7 +21,7 @@ static void usage(FILE *f)
           "  bisect   RESULTS_DIR [--git]\n"
           "  report   RESULTS_DIR\n"
           "  list\n"
-          "  ops      [--engine plugin:lib.so | --export DIR | --judge DIR] [--suite ops-smoke|ops-full]\n"
+          "  ops      [--engine plugin:lib.so | --export DIR | --judge DIR] [--suite ops-smoke|ops-full] [--results DIR]\n"
           "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n"
           "  accuracy --model M --text FILE [--bos T] [--window N] [--windows K] [--path decode] [--prefill-len 32]\n"
           "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n",

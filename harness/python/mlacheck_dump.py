@@ -22,6 +22,22 @@ Tap meanings for DeepseekV2/V3 (HF module names):
   router_logits = x.W_gate^T before sigmoid/softmax, topk_ids [S,K] (a set per row), topk_weights
   [S,K] in the order of topk_ids.
 
+Attention-internal taps (reference/include/mla/taps.h), per layer, for one sequence of S tokens:
+  q_nope [S,H,P] (query projection, nope part), q_pe [S,H,R] (query rope part after RoPE),
+  kv_c [S,C] (kv_a_layernorm out: the cached latent), k_pe [S,R] (shared rope key after RoPE),
+  attn_core [S,H,V] (attention output per head after W_UV, the input of o_proj), lse [S,H]
+  (natural-log log-sum-exp of the scaled scores).
+
+From your own model code (vLLM-style, a flat batch of T tokens of several sequences), TokenBatchDump
+takes every tap as the model holds it, [T, ...] (k_pe as [T, 1, R], attn_core as [T, H*V], lse as
+[H, T] accepted too), and writes one golden file per sequence, split by cu_seqlens (vLLM's
+query_start_loc) or per-sequence lengths:
+    d = TokenBatchDump(input_ids, cu_seqlens=[0, 5, 12])
+    d.add("embed", h)                       # in the model's forward, where the tensors are
+    d.add("q_nope", q_nope, layer=i) ...    # numpy arrays or torch tensors (bf16 kept as bf16)
+    d.write(["seq0.h5", "seq1.h5"], meta={"model": "tiny-v3", "profile": "bf16"})
+Each file then compares with `mlacheck compare REF.h5 seqN.h5` tap by tap.
+
 CLI:
   python3 mlacheck_dump.py --model HF_FOLDER --tokens 3,1,4,1,5 --out x.h5 [--dtype float64]
                            [--strict-f64] [--seed N] [--git-sha SHA]
@@ -128,6 +144,18 @@ def torch_to_numpy(t, dtype=None):
     return t.contiguous().numpy(), None
 
 
+def f32_to_bf16_bits(arr):
+    """float values -> the uint16 bit patterns of their bf16 rounding (nearest, ties to even; NaN
+    kept a quiet NaN), for writing a bf16 tap from numpy (tag 'bf16')."""
+    f = np.ascontiguousarray(np.asarray(arr, dtype=np.float32))
+    u = f.view(np.uint32).astype(np.uint64)
+    bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        bits[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    return bits
+
+
 def _set_dataset(f, name, arr, tag=None):
     a, t = to_stored(arr, tag)
     ds = f.create_dataset(name, data=a)
@@ -227,6 +255,131 @@ def verify_dump(path):
             out["/" + name] = arr
         f.visititems(visit)
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# flat token batches (vLLM-style model code)
+
+# Rank of each tap for one call (taps.h): [T, H, *] for the per-head ones, [T, *] for the rest.
+_RANK3 = ("q_nope", "q_pe", "q_absorbed", "attn_core")
+
+
+def _as_array(x):
+    """A numpy array, a torch tensor (any device; bf16 kept as bf16 bits) or an (array, tag) pair
+    -> (numpy array, tag)."""
+    if isinstance(x, tuple):
+        return x
+    if hasattr(x, "detach"):
+        return torch_to_numpy(x)
+    return np.asarray(x), None
+
+
+class TokenBatchDump:
+    """The taps of one forward over a vLLM-style flat batch: B sequences' tokens concatenated, every
+    tensor [T, ...] with T = sum of the sequences' lengths, split by cu_seqlens (vLLM's
+    query_start_loc, [B + 1], starting at 0) or seq_lens ([B]). write() gives one golden file per
+    sequence, each a prefill of that sequence's tokens, so `mlacheck compare` lines it up with a
+    reference dump of the same model and prompt tap by tap.
+
+    add() takes a tap as the model code holds it and checks it against the batch: [T, ...] rows; the
+    rank taps.h gives (q_nope, q_pe, q_absorbed, attn_core [T, H, *]; the rest [T, *]); k_pe also as
+    [T, 1, R] (vLLM keeps a kv-head axis of 1), attn_core also as [T, H*V] (o_proj's input; with
+    num_heads, or after a q_nope / q_pe of the layer gave H), lse also as [H, T] (flash-attn's varlen
+    layout) with heads_first=True. Mistakes raise DumpError naming the tap, the layer and what was
+    expected."""
+
+    def __init__(self, input_ids, cu_seqlens=None, seq_lens=None):
+        ids, _ = _as_array(input_ids)
+        self.tokens = np.asarray(ids).reshape(-1).astype(np.int64)
+        self.T = int(self.tokens.shape[0])
+        if (cu_seqlens is None) == (seq_lens is None):
+            raise DumpError("TokenBatchDump: give one of cu_seqlens or seq_lens")
+        if seq_lens is not None:
+            lens = [int(v) for v in np.asarray(_as_array(seq_lens)[0]).reshape(-1)]
+            cu = [0]
+            for n in lens:
+                cu.append(cu[-1] + n)
+        else:
+            cu = [int(v) for v in np.asarray(_as_array(cu_seqlens)[0]).reshape(-1)]
+        if len(cu) < 2 or cu[0] != 0 or cu[-1] != self.T:
+            raise DumpError("TokenBatchDump: cu_seqlens %s: expected [0, ..., %d] (the %d tokens of input_ids)"
+                            % (cu, self.T, self.T))
+        for b in range(len(cu) - 1):
+            if cu[b + 1] <= cu[b]:
+                raise DumpError("TokenBatchDump: sequence %d has %d tokens (cu_seqlens %s): a dump needs at least one"
+                                % (b, cu[b + 1] - cu[b], cu))
+        self.cu = cu
+        self.global_taps = {}
+        self.layer_taps = {}
+
+    @property
+    def num_sequences(self):
+        return len(self.cu) - 1
+
+    def _heads(self, layer):
+        for t in ("q_nope", "q_pe", "q_absorbed", "lse"):
+            v = self.layer_taps.get(layer, {}).get(t)
+            if v is not None:
+                return v[0].shape[1]
+        return None
+
+    def add(self, tap, x, layer=None, heads_first=False, num_heads=None):
+        """Records tap (layer None: a global tap) from the flat batch; see the class doc for shapes."""
+        where = "tap %s" % tap if layer is None else "layer %s tap %s" % (layer, tap)
+        if layer is None and tap not in GLOBAL_TAPS:
+            raise DumpError("%s: not a global tap (%s); give layer= for a layer tap" % (where, ", ".join(GLOBAL_TAPS)))
+        if layer is not None and tap not in LAYER_TAPS:
+            raise DumpError("%s: not a layer tap (%s)" % (where, ", ".join(LAYER_TAPS)))
+        a, tag = _as_array(x)
+        a = np.asarray(a)
+        if tap == "lse" and heads_first:
+            if a.ndim != 2 or a.shape[1] != self.T:
+                raise DumpError("%s: shape %s with heads_first: expected [H, %d]" % (where, list(a.shape), self.T))
+            a = a.T
+        if tap == "k_pe" and a.ndim == 3 and a.shape[1] == 1:
+            a = a[:, 0]
+        if tap == "attn_core" and a.ndim == 2:
+            h = num_heads or self._heads(layer)
+            if not h or a.shape[1] % h:
+                raise DumpError("%s: shape %s is [T, H*V]: give num_heads= (or add the layer's q_nope first)%s"
+                                % (where, list(a.shape), "" if not h else "; %d columns do not split into %d heads"
+                                   % (a.shape[1], h)))
+            a = a.reshape(a.shape[0], h, a.shape[1] // h)
+        rank = 3 if tap in _RANK3 else 2
+        if a.ndim != rank or a.shape[0] != self.T:
+            raise DumpError("%s: shape %s: expected %d dimensions, the first the batch's %d tokens (cu_seqlens %s)"
+                            % (where, list(a.shape), rank, self.T, self.cu))
+        taps = self.global_taps if layer is None else self.layer_taps.setdefault(int(layer), {})
+        if tap in taps:
+            raise DumpError("%s: added twice" % where)
+        taps[tap] = (np.ascontiguousarray(a), tag)
+
+    def sequence(self, b):
+        """(tokens, global taps, layer taps) of sequence b, as write_dump takes them."""
+        t0, t1 = self.cu[b], self.cu[b + 1]
+        g = {tap: (a[t0:t1], tag) for tap, (a, tag) in self.global_taps.items()}
+        layers = {i: {tap: (a[t0:t1], tag) for tap, (a, tag) in taps.items()} for i, taps in self.layer_taps.items()}
+        return self.tokens[t0:t1], g, layers
+
+    def write(self, paths, meta=None):
+        """One golden file per sequence: paths is a list of B paths or a pattern with {seq}
+        ("dump-{seq}.h5"). meta (the /meta attributes, write_dump's) applies to every file; path
+        defaults to "prefill"; model_config (the model's config.json text) is required. Returns the
+        paths written."""
+        if isinstance(paths, str):
+            if "{seq}" not in paths:
+                raise DumpError("TokenBatchDump.write: pattern %r lacks {seq}" % paths)
+            paths = [paths.format(seq=b) for b in range(self.num_sequences)]
+        paths = list(paths)
+        if len(paths) != self.num_sequences:
+            raise DumpError("TokenBatchDump.write: %d paths for %d sequences" % (len(paths), self.num_sequences))
+        m = {"producer": "mlacheck_dump.TokenBatchDump", "path": "prefill"}
+        m.update(meta or {})
+        if not m.get("model_config"):  # mlacheck's reader builds the tap shapes from it
+            raise DumpError("TokenBatchDump.write: meta model_config: expected the model's config.json text")
+        for b, path in enumerate(paths):
+            write_dump(path, m, *self.sequence(b))
+        return paths
 
 
 # ----------------------------------------------------------------------------------------------

@@ -309,8 +309,8 @@ static int guard_ok(const float *p, int64_t n)
     return 1;
 }
 
-static void limits_for(const mla_opcheck_opts *o, const char *tap, const char *profile, int is_lse,
-                       mla_cmp_limits *lim)
+void opcheck_limits(const mla_opcheck_opts *o, const char *tap, const char *profile, int is_lse,
+                    mla_cmp_limits *lim)
 {
     memset(lim, 0, sizeof *lim);
     const mla_rule_limits *r = o && o->rules ? mla_rules_match(o->rules, tap, profile, MLA_OPCHECK_CHECK) : NULL;
@@ -360,8 +360,8 @@ mla_status opcheck_judge(const mla_opcase *c, const op_inputs *in, const float *
         (st = mla_tensor_view(&lb, MLA_F32, 2, sl, (float *)cl, "lse")))
         goto done;
     mla_cmp_limits lo, ll;
-    limits_for(o, tap, prof, 0, &lo);
-    limits_for(o, "lse", prof, 1, &ll);
+    opcheck_limits(o, tap, prof, 0, &lo);
+    opcheck_limits(o, "lse", prof, 1, &ll);
     if ((st = mla_cmp_tensor(ta, tb, &lo, &r->out)) || (st = mla_cmp_tensor(la, lb, &ll, &r->lse))) goto done;
     r->verdict = r->out.pass && r->lse.pass ? MLA_OPCASE_PASS : MLA_OPCASE_FAIL;
     if (!r->out.pass)

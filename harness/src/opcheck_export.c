@@ -442,6 +442,16 @@ static mla_status opx_index_load(const char *dir, json_t **root, const char **su
     return MLA_OK;
 }
 
+mla_status mla_opcheck_export_suite(const char *dir, char *buf, size_t n)
+{
+    json_t *root = NULL, *list = NULL;
+    const char *suite = NULL;
+    mla_status st = opx_index_load(dir, &root, &suite, &list);
+    if (!st && n) snprintf(buf, n, "%s", suite);
+    json_decref(root);
+    return st;
+}
+
 mla_status mla_opcheck_judge_dir(const char *dir, const mla_opcheck_opts *o, mla_opcheck_summary *s)
 {
     memset(s, 0, sizeof *s);
@@ -485,6 +495,13 @@ mla_status mla_opcheck_export(const char *suite, const char *dir, const mla_opch
 {
     (void)suite; (void)o;
     *n_written = 0;
+    return mla_errorf(MLA_ERR_UNSUPPORTED, "%s: this build has no HDF5 (install libhdf5-dev and reconfigure)",
+                      dir ? dir : "(no folder)");
+}
+
+mla_status mla_opcheck_export_suite(const char *dir, char *buf, size_t n)
+{
+    if (n) buf[0] = '\0';
     return mla_errorf(MLA_ERR_UNSUPPORTED, "%s: this build has no HDF5 (install libhdf5-dev and reconfigure)",
                       dir ? dir : "(no folder)");
 }

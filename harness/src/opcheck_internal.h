@@ -32,6 +32,11 @@ int opcheck_features(const mla_opcase *c, const op_inputs *in, char names[][48])
 mla_status opcheck_judge(const mla_opcase *c, const op_inputs *in, const float *co, const float *cl,
                          const mla_opcheck_opts *o, mla_opcase_result *r);
 
+/* The limits a tensor of a case is judged by: the rules' (check "op", tensor tap, profile) when o holds
+ * rules and one matches, else FlashMLA's check_is_allclose limits (is_lse picks the lse ones). */
+void opcheck_limits(const mla_opcheck_opts *o, const char *tap, const char *profile, int is_lse,
+                    mla_cmp_limits *lim);
+
 /* A suite's bookkeeping, shared by mla_opcheck_run_suite and mla_opcheck_judge_dir: count one verdict
  * (first_skip: a buffer of cap bytes remembering the first skip), and the run's status once every
  * case is counted (MLA_ERR_INVALID when none was selected, MLA_ERR_UNSUPPORTED when all were skipped;

@@ -96,6 +96,21 @@ mla_status mla_opcheck_export(const char *suite, const char *dir, const mla_opch
  * expected (missing data is never a pass); MLA_ERR_UNSUPPORTED when every case was skipped. */
 mla_status mla_opcheck_judge_dir(const char *dir, const mla_opcheck_opts *o, mla_opcheck_summary *summary);
 
+/* The suite an export folder was written from (dir/cases.json's "suite") into buf[n]; the errors of
+ * mla_opcheck_judge_dir for a missing or foreign index. */
+mla_status mla_opcheck_export_suite(const char *dir, char *buf, size_t n);
+
+/* One judged case as a check of a results folder (report.h), as `mlacheck run` records its checks:
+ * case = the case's name, check "op", profile = mla_opcheck_profile_name of its cache format, path
+ * "mqa" | "mha"; a metric row per compared tensor (mqa_out | mha_out, then lse, layer -1) with the
+ * metric that set its headroom; a FAIL names the first failing tensor (first_tap) and keeps r->why
+ * (the tensor, the metric against its limit, the worst element) as the message; an ERROR is a
+ * failure whose message starts "ERROR: "; a SKIP keeps the declined feature. o gives the limits the
+ * case was judged by (NULL: FlashMLA's). */
+struct mla_rep_run;
+mla_status mla_opcheck_report_case(struct mla_rep_run *rep, const mla_opcase *c, const mla_opcase_result *r,
+                                   const mla_opcheck_opts *o);
+
 /* An attention operator by engine name: "ref" (the f64 reference) or "plugin:<path.so>" (dlopen,
  * symbol MLA_ATTN_PLUGIN_SYMBOL). Errors: MLA_ERR_NOT_FOUND (cannot load, missing symbol),
  * MLA_ERR_VERSION (plugin refused the host version or reports another), MLA_ERR_FORMAT (vtable

@@ -1,7 +1,8 @@
 #!/bin/sh
 # ops_export_judge.sh MLACHECK [PYTHON]: the export / judge route end to end, with no torch and no GPU:
 # export ops-smoke, run the numpy operator (examples/numpy_mla_ops.py), judge (exit 0); a planted 1%
-# softmax-scale error (exit 1, the case and tensor named); bad outputs (exit 2, file and dataset named);
+# softmax-scale error (exit 1, the case and tensor named, in the output and the results folder's
+# junit); bad outputs (exit 2, file and dataset named);
 # a case marked skipped (reported SKIP with its reason); the package's own checks of write_output.
 # Needs a python with numpy and h5py: PYTHON, python3 on PATH or /usr/bin/python3; exit 77 when none.
 set -u
@@ -23,24 +24,32 @@ n=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))
 
 # 1. the numpy operator passes every case
 "$PY" "$HERE/examples/numpy_mla_ops.py" "$T/x" >"$T/log" 2>&1 || { cat "$T/log"; fail "numpy operator"; }
-"$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+"$MLA" ops --judge "$T/x" --results "$T/r" >"$T/out" 2>&1; rc=$?
 cat "$T/out"
 [ $rc -eq 0 ] || fail "judge of the numpy operator: exit $rc, expected 0"
 grep -q "10 cases, 10 passed, 0 failed" "$T/out" || fail "judge summary"
 
 # 2. a planted 1% softmax-scale error fails, naming the case and the tensor
 "$PY" "$HERE/examples/numpy_mla_ops.py" "$T/x" --scale-error 0.01 >"$T/log" 2>&1 || { cat "$T/log"; fail "planted"; }
-"$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+"$MLA" ops --judge "$T/x" --results "$T/r" >"$T/out" 2>&1; rc=$?
 cat "$T/out"
 [ $rc -eq 1 ] || fail "judge of the planted scale error: exit $rc, expected 1"
 grep -Eq '^FAIL +mqa-v3-h128-p1-fp8kv-real-bc +[0-9.]+s mqa_out: ' "$T/out" || fail "planted: case and mqa_out not named"
 grep -Eq '^FAIL +mqa-v3-h128-p64-bf16-small-ba +[0-9.]+s lse: ' "$T/out" || fail "planted: case and lse not named"
+# ... and its results folder (named after the exported suite) says the same in junit.xml
+R=$(sed -n 's|^report: \(.*\)/index.html .*|\1|p' "$T/out")
+case "$R" in "$T/r/"*-ops-smoke-*) ;; *) fail "planted: report folder '$R'";; esac
+for f in summary.json summary.md junit.xml metrics.tsv; do [ -s "$R/$f" ] || fail "planted: $f missing"; done
+grep -A1 'classname="ops-smoke.mqa-v3-h128-p1-fp8kv-real-bc" name="op/fp8kv/mqa">' "$R/junit.xml" |
+    grep -q '<failure message="mqa_out: .* &gt; limit ' || fail "planted: junit failure lacks mqa_out and its limit"
+grep -A1 'classname="ops-smoke.mqa-v3-h128-p64-bf16-small-ba" name="op/bf16/mqa">' "$R/junit.xml" |
+    grep -q '<failure message="lse: ' || fail "planted: junit failure lacks lse"
 
 # 3. bad outputs are exit 2 naming the file, the dataset and what was expected; never a pass
 "$PY" "$HERE/examples/numpy_mla_ops.py" "$T/x" >/dev/null 2>&1 || fail "rewrite"
 c=mqa-v3-h128-p64-bf16-small-ba
 expect2() { # what, grep pattern
-    "$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+    "$MLA" ops --judge "$T/x" --results "$T/r" >"$T/out" 2>&1; rc=$?
     [ $rc -eq 2 ] || { cat "$T/out"; fail "$1: exit $rc, expected 2"; }
     grep -q "$2" "$T/out" || { cat "$T/out"; fail "$1: message lacks '$2'"; }
 }
@@ -59,7 +68,7 @@ cp "$T/x/mqa-v3-h128-p1-fp8kv-real-bc.out.h5" "$T/x/$c.out.h5"
 expect2 "another case's outputs" "attribute id is 'mqa-v3-h128-p1-fp8kv-real-bc', expected '$c'"
 cp "$T/keep.h5" "$T/x/$c.out.h5" && "$PY" -c '
 import h5py,sys,numpy as np; f=h5py.File(sys.argv[1],"a"); del f["out"]; f["out"]=np.full((3,128,512),np.nan,np.float32)' "$T/x/$c.out.h5"
-"$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+"$MLA" ops --judge "$T/x" --results "$T/r" >"$T/out" 2>&1; rc=$?
 [ $rc -eq 1 ] || { cat "$T/out"; fail "NaN out written around the package: exit $rc, expected 1"; }
 grep -Eq "^FAIL +$c .* mqa_out: " "$T/out" || { cat "$T/out"; fail "NaN out: case and tensor not named"; }
 cp "$T/keep.h5" "$T/x/$c.out.h5"
@@ -69,7 +78,7 @@ cp "$T/keep.h5" "$T/x/$c.out.h5"
 import sys, mlacheck
 for c in mlacheck.exported_cases(sys.argv[1]):
     if c.kv_format == "fp8ds": c.skip("no fp8_ds_mla in this kernel")' "$T/x" || fail "skip"
-"$MLA" ops --judge "$T/x" >"$T/out" 2>&1; rc=$?
+"$MLA" ops --judge "$T/x" --results "$T/r" >"$T/out" 2>&1; rc=$?
 cat "$T/out"
 [ $rc -eq 0 ] || fail "judge with skips: exit $rc, expected 0"
 grep -Eq '^SKIP +mqa-k2-h64-p16-fp8ds-small-bb .*skipped by the kernel: no fp8_ds_mla in this kernel' "$T/out" ||
