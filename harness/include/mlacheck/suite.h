@@ -16,6 +16,9 @@
  *   checks   = golden, decode-vs-prefill, ...                                    (required)
  *   kv_lens  = 64..4096 step 64, 5000   sweep lengths
  *   faults   = none            injected faults (mla/faults.h MLA_FAULT_LIST), to prove a check fails
+ *   schedule = staggered       lockstep (default) | staggered: batch-invariance and chunked-vs-whole
+ *                              also drive the batch as a serving scheduler would (driver.h,
+ *                              MLA_PATH_STAGGERED; arrivals and chunk sizes drawn from seed)
  *   seed, block_size, e4m3 (fn|fnuz), description
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
@@ -130,6 +133,7 @@ typedef struct mla_suite_case {
     unsigned seed;                   /* default 0 */
     int block_size;                  /* paged cache block; 0 = engine default */
     int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
+    int schedule;                    /* 0 = lockstep (default), 1 = staggered */
 } mla_suite_case;
 
 typedef struct mla_suite {
