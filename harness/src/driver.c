@@ -139,7 +139,9 @@ static mla_status gather_call(mla_engine *e, const mla_config *cfg, drive_seq *s
 
 mla_sched_plan mla_sched_plan_of(int sched_seed, int index, const int32_t *tokens, int len, int base_chunk)
 {
-    uint64_t own = mla_rng_stream((uint64_t)(uint32_t)sched_seed, mla_fnv1a(MLA_FNV1A_INIT, tokens, (size_t)len * 4));
+    /* from the tokens alone, not the seed: `bisect --replay` reruns one sequence from its saved
+     * tokens and the case's chunk, and must compute the same calls */
+    uint64_t own = mla_rng_stream(mla_fnv1a(MLA_FNV1A_INIT, tokens, (size_t)len * 4), 0);
     mla_sched_plan p;
     /* chunks of base .. base+4 tokens cross the cache's pages and the kernels' tiles at varied offsets */
     p.chunk = (base_chunk > 0 ? base_chunk : 7) + (int)mla_rng_below(&own, 5);

@@ -23,12 +23,12 @@ typedef struct mla_drive_opts {
     int decode_step;   /* decode: tokens per forward_mqa call (s_q; speculative decoding > 1); 0 = 1 */
     int chunk;         /* chunked: tokens per forward_mha call; 0 = 7 */
     int absorbed_only; /* 1: every call goes through forward_mqa (the absorbed form), prefill too */
-    int sched_seed;    /* staggered: the arrivals and each sequence's chunk size and decoded tail */
+    int sched_seed;    /* staggered: the arrivals (each sequence's chunks and decoded tail follow its tokens) */
 } mla_drive_opts;
 
 /* How the staggered schedule runs one sequence: what changes the sequence's own computation (chunk,
- * prompt) depends only on (seed, its tokens), so the sequence run alone computes the same calls
- * (batch-invariance compares it bit for bit); arrive depends on its index in the batch. */
+ * prompt) depends only on its tokens and the base chunk, so the sequence run alone (batch-invariance,
+ * bit for bit; bisect --replay) computes the same calls; arrive depends on (seed, its index). */
 typedef struct mla_sched_plan {
     int arrive; /* the step of its first call */
     int chunk;  /* prompt tokens per forward_mha call */

@@ -18,7 +18,8 @@
  *   faults   = none            injected faults (mla/faults.h MLA_FAULT_LIST), to prove a check fails
  *   schedule = staggered       lockstep (default) | staggered: batch-invariance and chunked-vs-whole
  *                              also drive the batch as a serving scheduler would (driver.h,
- *                              MLA_PATH_STAGGERED; arrivals and chunk sizes drawn from seed)
+ *                              MLA_PATH_STAGGERED): arrivals drawn from seed, each sequence's
+ *                              chunks (chunk .. chunk+4) and decoded tail from its tokens
  *   seed, block_size, e4m3 (fn|fnuz), description
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
