@@ -206,9 +206,9 @@ static mla_status validate(gpu_ctx *c, const mla_batch *b)
     return mla_batch_validate("gpu", b, &lim);
 }
 
+/* A validated batch without empty entries (forward_nonempty). */
 static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
 {
-    TRY(validate(c, b));
     const mla_config *g = &c->cfg;
     const unsigned F = c->opts.faults;
     int T = (int)mla_batch_tokens(b), L = g->num_hidden_layers, D = g->hidden_size, H = g->num_attention_heads;
@@ -394,8 +394,27 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
     return MLA_OK;
 }
 
-mla_status gpu_forward_mha(void *vctx, const mla_batch *b) { return forward((gpu_ctx *)vctx, b, 0); }
-mla_status gpu_forward_mqa(void *vctx, const mla_batch *b) { return forward((gpu_ctx *)vctx, b, 1); }
+/* n_new == 0 entries are no-ops (backend.h rule 4): validated with the others, then dropped so the
+ * kernels' per-sequence metadata never holds an empty sequence; an all-empty batch leaves no tap. */
+static mla_status forward_nonempty(gpu_ctx *c, const mla_batch *b, int absorbed)
+{
+    TRY(validate(c, b));
+    mla_batch nb;
+    int32_t *buf;
+    TRY(mla_batch_drop_empty(b, &nb, &buf));
+    mla_status s = MLA_OK;
+    if (nb.n_seqs == 0) {
+        for (int i = 0; i < (c->cfg.num_hidden_layers + 1) * MLA_TAP_COUNT; i++) c->taps[i].valid = 0;
+        c->ntok = 0;
+    } else {
+        s = forward(c, &nb, absorbed);
+    }
+    free(buf);
+    return s;
+}
+
+mla_status gpu_forward_mha(void *vctx, const mla_batch *b) { return forward_nonempty((gpu_ctx *)vctx, b, 0); }
+mla_status gpu_forward_mqa(void *vctx, const mla_batch *b) { return forward_nonempty((gpu_ctx *)vctx, b, 1); }
 
 mla_status gpu_read_tap(void *vctx, int layer, mla_tap tap, mla_tensor **out)
 {

@@ -51,6 +51,8 @@ typedef struct {
     const mla_dcmp_ctx *c;
     mla_dcmp_result *out;
     unsigned char *mask; /* tokens whose routing flipped at or before the current point */
+    unsigned char *both; /* scratch: mask plus the rows a partial tap lacks on either side */
+    int partial;         /* 1 while mask is both (bit_one then compares rows, not whole tensors) */
     int lo, hi;
     int ref_layers; /* the reference's layer count: a candidate layer past it is extra, not missing */
 } dcmp_state;
@@ -271,6 +273,29 @@ static int tap_present(dcmp_state *s, int layer, mla_tap t, const mla_tensor *ta
     return 0;
 }
 
+/* A tap some calls of a path did not make (mla_dump_rows: q_absorbed on the decode path holds the
+ * decoded rows only) is compared on the rows both sides hold; the rows either side lacks are masked
+ * for this tap only. Missing data is never a pass: rows the reference holds and the candidate lacks
+ * count as an optional tap missing, and no row in common skips the tap like an absent optional one.
+ * Returns 1 when rows remain (s->mask is then s->both until the caller restores it). */
+static int partial_rows(dcmp_state *s, int layer, mla_tap t, const unsigned char *ha, const unsigned char *hb)
+{
+    int any = 0, lacks = 0;
+    for (int r = s->lo; r < s->hi; r++) {
+        int a = !ha || ha[r], b = !hb || hb[r];
+        s->both[r] = s->mask[r] || !a || !b;
+        any |= !s->both[r];
+        lacks |= a && !b;
+    }
+    if (lacks && s->out->n_optional_missing++ == 0) {
+        if (layer >= 0)
+            snprintf(s->out->first_optional_missing, sizeof s->out->first_optional_missing, "L%d/%s", layer, mla_tap_name(t));
+        else
+            snprintf(s->out->first_optional_missing, sizeof s->out->first_optional_missing, "%s", mla_tap_name(t));
+    }
+    return any;
+}
+
 static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b, mla_dcmp_result *out,
                             mla_status (*one)(dcmp_state *, int, mla_tap, const mla_tensor *, const mla_tensor *),
                             int routing)
@@ -282,7 +307,12 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
     dcmp_state s = {.c = c, .out = out, .lo = c->row_lo, .hi = c->row_hi > 0 ? c->row_hi : rows,
                     .ref_layers = a->n_layers};
     s.mask = calloc((size_t)rows + 1, 1);
-    if (!s.mask) return mla_errorf(MLA_ERR_NOMEM, "compare: mask");
+    s.both = calloc((size_t)rows + 1, 1);
+    if (!s.mask || !s.both) {
+        free(s.mask);
+        free(s.both);
+        return mla_errorf(MLA_ERR_NOMEM, "compare: mask");
+    }
     mla_status st = MLA_OK;
     /* embed, then each layer, then final_norm and logits; layers past either side's count are
      * walked too, so a missing or extra layer fails on its block output */
@@ -317,6 +347,18 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
                 if (st) goto done;
                 continue;
             }
+            const unsigned char *ha = mla_dump_rows(a, l, (mla_tap)t), *hb = mla_dump_rows(b, l, (mla_tap)t);
+            if (ha || hb) { /* the only partial taps are layer taps made by one form (taps.h 'Q'/'M') */
+                if (!partial_rows(&s, l, (mla_tap)t, ha, hb)) continue;
+                unsigned char *keep = s.mask;
+                s.mask = s.both;
+                s.partial = 1;
+                st = one(&s, l, (mla_tap)t, ta, tb);
+                s.mask = keep;
+                s.partial = 0;
+                if (st) goto done;
+                continue;
+            }
             if ((st = one(&s, l, (mla_tap)t, ta, tb))) goto done;
         }
     }
@@ -335,6 +377,7 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
     }
 done:
     free(s.mask);
+    free(s.both);
     return st;
 }
 
@@ -345,6 +388,17 @@ mla_status mla_dcmp(const mla_dcmp_ctx *c, const mla_dump *a, const mla_dump *b,
 
 static mla_status bit_one(dcmp_state *s, int layer, mla_tap tap, const mla_tensor *ta, const mla_tensor *tb)
 {
+    if (s->partial && mla_tensor_same_shape(ta, tb)) { /* the rows both hold (partial_rows) */
+        mla_tensor *xa = NULL, *xb = NULL;
+        s->partial = 0;
+        mla_status st = rows_subset(ta, s->lo, s->hi, s->mask, &xa);
+        if (!st) st = rows_subset(tb, s->lo, s->hi, s->mask, &xb);
+        if (!st) st = bit_one(s, layer, tap, xa, xb);
+        s->partial = 1;
+        mla_tensor_free(xa);
+        mla_tensor_free(xb);
+        return st;
+    }
     const char *name = mla_tap_name(tap);
     mla_cmp_result r = {.n = mla_tensor_numel(ta), .pass = 1};
     if (!mla_tensor_same_shape(ta, tb) || ta->dtype != tb->dtype) {

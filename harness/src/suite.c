@@ -103,7 +103,8 @@ const char *mla_suite_suggest(const char *word, const char *const *candidates, i
     X(K_DESCRIPTION, "description") X(K_MODEL, "model") X(K_PROMPTS, "prompts") X(K_BATCH, "batch") \
     X(K_ENGINES, "engines") X(K_AGAINST, "against") X(K_PATHS, "paths") X(K_PREFILL_LEN, "prefill_len") \
     X(K_CHUNK, "chunk") X(K_PROFILES, "profiles") X(K_CHECKS, "checks") X(K_KV_LENS, "kv_lens") \
-    X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3")
+    X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3") \
+    X(K_SCHEDULE, "schedule")
 
 enum {
 #define X(e, n) e,
@@ -624,6 +625,14 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
             break;
         }
         c->e4m3_fnuz = tmp;
+        break;
+    case K_SCHEDULE:
+        if (strcmp(v, "lockstep") == 0) c->schedule = 0;
+        else if (strcmp(v, "staggered") == 0) c->schedule = 1;
+        else {
+            static const char *const e[] = {"lockstep", "staggered"};
+            st = unknown_word(p, line, "schedule", v, "schedule", e, 2);
+        }
         break;
     default: st = perr(p, line, "internal: key %d", key);
     }

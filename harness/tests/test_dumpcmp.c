@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlacheck/dumpcmp.h"
@@ -211,12 +212,65 @@ static void test_no_internal_taps_noted(void **state)
     mla_dump_free(b);
 }
 
+/* A tap some calls did not make (mla_dump_rows) is compared on the rows both sides hold: a wrong value
+ * there fails at that tap (bitwise walk: this file's rule sets no value limit), a value in a row one
+ * side lacks is not judged, and rows the reference holds and the candidate lacks count as optional
+ * missing (never a silent pass). */
+static unsigned char *rows_from(int first)
+{
+    unsigned char *r = malloc(S);
+    assert_non_null(r);
+    for (int i = 0; i < S; i++) r[i] = i >= first;
+    return r;
+}
+
+static mla_dcmp_result compare_bits(const fixture *f, const mla_dump *a, const mla_dump *b)
+{
+    mla_dcmp_ctx c = {.rules = f->rules, .model = f->m, .check = "determinism", .profile = "fp64", .path = "decode",
+                      .kv_len = -1};
+    mla_dcmp_result r;
+    assert_int_equal(mla_dcmp_bitwise(&c, a, b, &r), MLA_OK);
+    return r;
+}
+
+static void test_partial_rows(void **state)
+{
+    fixture *f = *state;
+    mla_dump *a = make_dump(f, 1), *b = make_dump(f, 1);
+    mla_tensor *qa = *mla_dump_slot(a, 0, MLA_TAP_Q_ABSORBED), *qb = *mla_dump_slot(b, 0, MLA_TAP_Q_ABSORBED);
+    int64_t per = mla_tensor_numel(qa) / S;
+    mla_dump_set_rows(a, 0, MLA_TAP_Q_ABSORBED, rows_from(1));
+    mla_dump_set_rows(b, 0, MLA_TAP_Q_ABSORBED, rows_from(1));
+    ((double *)qb->data)[0] = 99; /* row 0: neither side made it */
+    mla_dcmp_result r = compare(f, a, b);
+    assert_int_equal(r.n_failed, 0);
+    assert_int_equal(r.n_optional_missing, 0);
+    ((double *)qb->data)[2 * per] = 99; /* row 2: both hold it */
+    r = compare_bits(f, a, b);
+    assert_int_equal(r.n_failed, 1);
+    assert_string_equal(r.first_tap, "q_absorbed");
+    assert_int_equal(r.first_layer, 0);
+    ((double *)qb->data)[2 * per] = ((double *)qa->data)[2 * per];
+    mla_dump_set_rows(a, 0, MLA_TAP_Q_ABSORBED, NULL); /* the reference holds every row, the candidate 1.. */
+    r = compare(f, a, b);
+    assert_int_equal(r.n_failed, 0);
+    assert_int_equal(r.n_optional_missing, 1);
+    assert_string_equal(r.first_optional_missing, "L0/q_absorbed");
+    mla_dump_set_rows(b, 0, MLA_TAP_Q_ABSORBED, rows_from(S)); /* no row in common: skipped, counted */
+    r = compare(f, a, b);
+    assert_int_equal(r.n_failed, 0);
+    assert_int_equal(r.n_optional_missing, 1);
+    mla_dump_free(a);
+    mla_dump_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_passes),   cmocka_unit_test(test_hollow_candidate),
         cmocka_unit_test(test_missing_layer_and_logits), cmocka_unit_test(test_hollow_reference),
         cmocka_unit_test(test_nothing_compared),  cmocka_unit_test(test_no_internal_taps_noted),
+        cmocka_unit_test(test_partial_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mla/backend.h"
@@ -111,14 +112,36 @@ static void test_rule3_n_past(void **state)
     assert_refused(&f, (const char *[]){"n_past[1] = 1", "expected 0", "slot 0", NULL});
 }
 
-/* rule 4: every listed sequence computes at least one token */
+/* rule 4: n_new >= 0; an empty entry is legal (a no-op), and drop_empty removes it */
 static void test_rule4_n_new(void **state)
 {
     (void)state;
     fixture f;
     fixture_init(&f);
     f.nnew[1] = 0;
-    assert_refused(&f, (const char *[]){"n_new[1] = 0", ">= 1", NULL});
+    assert_int_equal(mla_batch_validate("test", &f.b, &f.lim), MLA_OK);
+    mla_batch c;
+    int32_t *buf = NULL;
+    assert_int_equal(mla_batch_drop_empty(&f.b, &c, &buf), MLA_OK);
+    assert_non_null(buf);
+    assert_int_equal(c.n_seqs, 1);
+    assert_int_equal(c.seq_ids[0], 1);
+    assert_int_equal(c.n_past[0], 5);
+    assert_int_equal(c.n_new[0], 1);
+    free(buf);
+    f.nnew[0] = 0; /* every entry empty: nothing left */
+    assert_int_equal(mla_batch_validate("test", &f.b, &f.lim), MLA_OK);
+    assert_int_equal(mla_batch_drop_empty(&f.b, &c, &buf), MLA_OK);
+    assert_int_equal(c.n_seqs, 0);
+    free(buf);
+    fixture_init(&f); /* nothing to drop: the batch itself, no buffer */
+    assert_int_equal(mla_batch_drop_empty(&f.b, &c, &buf), MLA_OK);
+    assert_null(buf);
+    assert_ptr_equal(c.n_new, f.b.n_new);
+    fixture_init(&f);
+    f.nnew[1] = 0; /* rule 3 still holds for an empty entry */
+    f.past[1] = 1;
+    assert_refused(&f, (const char *[]){"n_past[1] = 1", NULL});
     fixture_init(&f);
     f.nnew[0] = -2;
     assert_refused(&f, (const char *[]){"n_new[0] = -2", NULL});
@@ -150,8 +173,8 @@ static void test_rule6_tokens(void **state)
     assert_refused(&f, (const char *[]){"tokens[0] = -1", NULL});
 }
 
-/* The reference engine applies the same contract: a repeated slot and an empty sequence are refused
- * (the latter was accepted before the contract was written down). */
+/* The reference engine applies the same contract: a repeated slot is refused; an empty sequence is a
+ * no-op (its slot does not advance, the taps hold the other sequences' rows only). */
 static void test_reference_engine_follows(void **state)
 {
     (void)state;
@@ -170,15 +193,23 @@ static void test_reference_engine_follows(void **state)
     assert_int_equal(ops->forward_mha(ctx, &b), MLA_ERR_INVALID);
     assert_non_null(strstr(mla_last_error(), "reference: batch: seq_ids[1] = 0 repeats"));
     ids[1] = 1;
-    nnew[1] = 0;
-    assert_int_equal(ops->forward_mqa(ctx, &b), MLA_ERR_INVALID);
-    assert_non_null(strstr(mla_last_error(), "reference: batch: n_new[1] = 0"));
+    nnew[0] = nnew[1] = 0; /* every entry empty: nothing computed, no tap */
+    assert_int_equal(ops->forward_mqa(ctx, &b), MLA_OK);
+    mla_tensor *t = NULL;
+    assert_int_equal(ops->read_tap(ctx, 0, MLA_TAP_OUT, &t), MLA_ERR_UNSUPPORTED);
+    nnew[0] = 1; /* slot 1 empty: one row, slot 1 stays at 0 */
+    assert_int_equal(ops->forward_mqa(ctx, &b), MLA_OK);
+    assert_int_equal(ops->read_tap(ctx, 0, MLA_TAP_OUT, &t), MLA_OK);
+    assert_int_equal(t->shape[0], 1);
+    mla_tensor_free(t);
     nnew[1] = 1;
+    past[0] = 1;
     assert_int_equal(ops->forward_mha(ctx, &b), MLA_OK);
-    past[0] = past[1] = 1; /* the cache advanced by n_new: the next step starts at 1 */
+    past[0] = 2; /* the cache advanced by n_new: slot 0 holds 2, slot 1 holds 1 */
+    past[1] = 1;
     assert_int_equal(ops->forward_mqa(ctx, &b), MLA_OK);
     past[1] = 1; /* a rewind of slot 1 to 1 after 2 cached tokens */
-    past[0] = 2;
+    past[0] = 3;
     assert_int_equal(ops->forward_mqa(ctx, &b), MLA_ERR_INVALID);
     assert_non_null(strstr(mla_last_error(), "n_past[1] = 1, expected 2"));
     ops->destroy(ctx);

@@ -35,6 +35,11 @@ typedef struct mla_dump {
     mla_tensor *tokens;     /* i32 [S] */
     mla_tensor *global[MLA_TAP_COUNT];  /* embed, final_norm, logits (others NULL) */
     mla_tensor **layer;     /* [n_layers * MLA_TAP_COUNT], NULL where absent */
+    /* [(1 + n_layers) * MLA_TAP_COUNT] (global taps, then layer by layer): NULL where every row of
+     * the tap holds data (the usual case), else [S] bytes, 1 where row t was produced. A path whose
+     * calls do not all make a tap keeps the rows that did: q_absorbed on the decode path holds the
+     * decoded rows only (the prefill call is forward_mha). Not stored in HDF5 (h5io skips such taps). */
+    unsigned char **rows;
 } mla_dump;
 
 mla_status mla_dump_new(mla_dump **out, const mla_config *cfg);
@@ -42,8 +47,12 @@ void mla_dump_free(mla_dump *d);
 /* The slot for (layer, tap); layer ignored for global taps. */
 mla_tensor **mla_dump_slot(mla_dump *d, int layer, mla_tap tap);
 const mla_tensor *mla_dump_get(const mla_dump *d, int layer, mla_tap tap);
-/* Takes ownership of t. Replaces an existing tensor. */
+/* Takes ownership of t. Replaces an existing tensor (and forgets its row set: every row of t holds data). */
 void mla_dump_set(mla_dump *d, int layer, mla_tap tap, mla_tensor *t);
+/* The rows of (layer, tap) that hold data: NULL when every row does (see mla_dump.rows). */
+const unsigned char *mla_dump_rows(const mla_dump *d, int layer, mla_tap tap);
+/* Takes ownership of rows ([S] bytes, malloc'd; NULL: every row holds data). */
+void mla_dump_set_rows(mla_dump *d, int layer, mla_tap tap, unsigned char *rows);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,9 @@ typedef struct mla_dcmp_result {
  *   MLA_FEAT_TAPS_INTERNAL does not record, q_absorbed outside decode, the router taps). Compared when
  *   both sides hold them; one the reference holds and the candidate lacks is counted in
  *   n_optional_missing (not a failure, no row); one only the candidate holds is ignored.
+ * - a tap some calls of a path did not make (mla_dump_rows: q_absorbed on the decode path) is compared
+ *   on the rows both sides hold; rows the reference holds and the candidate lacks count in
+ *   n_optional_missing, and a tap with no row in common is skipped like an absent optional one.
  * - 0 taps compared is never a pass: a failure at tap "none" saying nothing was compared.
  * Same shapes are required of every compared tap (a shape mismatch fails that tap).
  * MLA_ERR_NOT_FOUND when no rule covers a compared tap (the rules file must be complete). */

@@ -18,6 +18,10 @@
  *   checks   = golden, decode-vs-prefill, ...                                    (required)
  *   kv_lens  = 64..4096 step 64, 5000   sweep lengths
  *   faults   = none            injected faults (mla/faults.h MLA_FAULT_LIST), to prove a check fails
+ *   schedule = staggered       lockstep (default) | staggered: batch-invariance and chunked-vs-whole
+ *                              also drive the batch as a serving scheduler would (driver.h,
+ *                              MLA_PATH_STAGGERED): arrivals drawn from seed, each sequence's
+ *                              chunks (chunk .. chunk+4) and decoded tail from its tokens
  *   seed, block_size, e4m3 (fn|fnuz), description
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
@@ -135,6 +139,7 @@ typedef struct mla_suite_case {
     unsigned seed;                   /* default 0 */
     int block_size;                  /* paged cache block; 0 = engine default */
     int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
+    int schedule;                    /* 0 = lockstep (default), 1 = staggered */
 } mla_suite_case;
 
 typedef struct mla_suite {

@@ -152,6 +152,15 @@ void chk_dumps_free(mla_dump **d, int n);
 void chk_compare_group(chk_run *r, const char *check, const char *path, mla_dump *const *a, mla_dump *const *b,
                        int n, int bitwise);
 
+/* ---- paths.c, invariance.c: the staggered schedule (suite key schedule) ---- */
+/* The group's staggered drive options: the case's chunk as the base chunk, its seed as the schedule's. */
+mla_drive_opts chk_staggered_opts(const chk_ctx *c);
+/* Views of the group's prefill dumps (c->pre) with q_absorbed borrowed from the absorbed prefill
+ * (absorbed_only; the naive form makes none), so a path's q_absorbed has a whole-prefill side; free
+ * with chk_whole_views_free (the views only: every tensor is borrowed). */
+mla_status chk_whole_views(chk_ctx *c, mla_dump ***out);
+void chk_whole_views_free(mla_dump **v, int n);
+
 /* ---- cross.c ---- */
 /* The engine cross-engine compares against: the case's `against` when it names an engine, else ref. */
 const char *chk_cross_base(const mla_suite_case *cs);

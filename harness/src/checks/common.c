@@ -186,11 +186,11 @@ static int run_opts_same(const mla_run_opts *a, const mla_run_opts *b)
            a->shuffle_blocks == b->shuffle_blocks && a->faults == b->faults && a->seed == b->seed;
 }
 
-_Static_assert(sizeof(mla_drive_opts) == 5 * sizeof(int), "a new mla_drive_opts field must join drive_opts_same");
+_Static_assert(sizeof(mla_drive_opts) == 6 * sizeof(int), "a new mla_drive_opts field must join drive_opts_same");
 static int drive_opts_same(const mla_drive_opts *a, const mla_drive_opts *b)
 {
     return a->path == b->path && a->prefill_len == b->prefill_len && a->decode_step == b->decode_step &&
-           a->chunk == b->chunk && a->absorbed_only == b->absorbed_only;
+           a->chunk == b->chunk && a->absorbed_only == b->absorbed_only && a->sched_seed == b->sched_seed;
 }
 
 static void engine_evict(chk_run *r, int i)

@@ -18,7 +18,8 @@ void chk_determinism(chk_ctx *c)
 }
 
 /* A sequence's outputs must not depend on the other sequences of its batch: each sequence alone
- * (its own engine: one cache slot, identity block table) against the same sequence in the batch. */
+ * (its own engine: one cache slot, identity block table) against the same sequence in the batch,
+ * along the lockstep paths and, under `schedule = staggered`, the staggered schedule. */
 void chk_batch_invariance(chk_ctx *c)
 {
     const chk_group *g = c->g;
@@ -43,6 +44,28 @@ void chk_batch_invariance(chk_ctx *c)
             chk_compare_group(c->r, c->check, "decode", &c->dec[i], solo, 1, 0);
         }
     }
+    if (c->r->cs->schedule != 1) return;
+    /* the staggered schedule: each sequence amid the others (different context lengths, prefill
+     * chunks beside decodes, empty entries) against the same sequence alone under the same plan
+     * (its chunks and decoded tail depend on its tokens only: mla_sched_plan_of) */
+    mla_drive_opts ds = chk_staggered_opts(c);
+    mla_dump **stag, **solo;
+    mla_status st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, g, &ds, &stag);
+    for (int i = 0; !st && i < g->n; i++) {
+        chk_group one = {.n = 1, .cap = 1, .tok = &g->tok[i], .len = &g->len[i]};
+        if (!(st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, &one, &ds, &solo)))
+            chk_compare_group(c->r, c->check, "staggered", &stag[i], solo, 1, 0);
+    }
+    if (st) chk_verdict_error(c->r, c->check, "staggered", st);
+}
+
+mla_drive_opts chk_staggered_opts(const chk_ctx *c)
+{
+    mla_drive_opts d = c->dp;
+    d.path = MLA_PATH_STAGGERED;
+    d.chunk = c->dc.chunk;
+    d.sched_seed = (int)c->r->cs->seed;
+    return d;
 }
 
 /* Decode with a single KV split (no LSE combine) against the engine's own split choice. */

@@ -2,14 +2,92 @@
  * prefill, the decode sweep along kv_lens, and the absorbed form against the naive one. */
 #include "checks.h"
 
-void chk_decode_vs_prefill(chk_ctx *c)
+#include <stdlib.h>
+
+void chk_whole_views_free(mla_dump **v, int n)
 {
-    if (c->dec) chk_compare_group(c->r, c->check, "decode", c->pre, c->dec, c->g->n, 0);
+    if (!v) return;
+    for (int i = 0; i < n; i++)
+        if (v[i]) {
+            free(v[i]->layer);
+            free(v[i]->rows);
+            free(v[i]);
+        }
+    free(v);
 }
 
+mla_status chk_whole_views(chk_ctx *c, mla_dump ***out)
+{
+    int n = c->g->n;
+    *out = NULL;
+    mla_drive_opts da = c->dp;
+    da.absorbed_only = 1;
+    mla_dump **abs;
+    if (chk_dumps(c->r, c->engine, c->prof, c->is_cand, c->g, &da, &abs)) {
+        mla_clear_error(); /* an engine without the absorbed prefill: q_absorbed stays uncompared (optional) */
+        abs = NULL;
+    }
+    mla_dump **v = calloc((size_t)n, sizeof *v);
+    if (!v) return mla_errorf(MLA_ERR_NOMEM, "whole-prefill views of %d dumps", n);
+    for (int i = 0; i < n; i++) {
+        const mla_dump *p = c->pre[i];
+        size_t slots = (size_t)p->n_layers * MLA_TAP_COUNT;
+        if (!(v[i] = malloc(sizeof *v[i]))) {
+            chk_whole_views_free(v, n);
+            return mla_errorf(MLA_ERR_NOMEM, "whole-prefill view");
+        }
+        *v[i] = *p; /* borrows every tensor of the prefill dump */
+        v[i]->layer = malloc((slots ? slots : 1) * sizeof *v[i]->layer);
+        v[i]->rows = calloc(slots + MLA_TAP_COUNT, sizeof *v[i]->rows);
+        if (!v[i]->layer || !v[i]->rows) {
+            free(v[i]->layer);
+            free(v[i]->rows);
+            free(v[i]);
+            v[i] = NULL;
+            chk_whole_views_free(v, n);
+            return mla_errorf(MLA_ERR_NOMEM, "whole-prefill view");
+        }
+        for (size_t k = 0; k < slots; k++) v[i]->layer[k] = p->layer[k];
+        for (int l = 0; abs && l < p->n_layers && l < abs[i]->n_layers; l++)
+            if (!mla_dump_rows(abs[i], l, MLA_TAP_Q_ABSORBED))
+                v[i]->layer[(size_t)l * MLA_TAP_COUNT + MLA_TAP_Q_ABSORBED] =
+                    (mla_tensor *)mla_dump_get(abs[i], l, MLA_TAP_Q_ABSORBED);
+    }
+    *out = v;
+    return MLA_OK;
+}
+
+/* The decode path against the whole prefill, whose q_absorbed comes from the absorbed prefill
+ * (chk_whole_views), so that a decode-only bug in the absorbed query is named at q_absorbed. */
+void chk_decode_vs_prefill(chk_ctx *c)
+{
+    if (!c->dec) return;
+    mla_dump **w;
+    mla_status st = chk_whole_views(c, &w);
+    if (st) {
+        chk_verdict_error(c->r, c->check, "decode", st);
+        return;
+    }
+    chk_compare_group(c->r, c->check, "decode", w, c->dec, c->g->n, 0);
+    chk_whole_views_free(w, c->g->n);
+}
+
+/* Chunked prefill against the whole prefill; under `schedule = staggered` also the staggered
+ * schedule (chunked prefill then decode, mixed with the other sequences) at the same limits. */
 void chk_chunked_vs_whole(chk_ctx *c)
 {
     if (c->chk) chk_compare_group(c->r, c->check, "chunked", c->pre, c->chk, c->g->n, 0);
+    if (c->r->cs->schedule != 1) return;
+    mla_drive_opts ds = chk_staggered_opts(c);
+    mla_dump **stag, **w = NULL;
+    mla_status st = chk_dumps(c->r, c->engine, c->prof, c->is_cand, c->g, &ds, &stag);
+    if (!st) st = chk_whole_views(c, &w);
+    if (st) {
+        chk_verdict_error(c->r, c->check, "staggered", st);
+        return;
+    }
+    chk_compare_group(c->r, c->check, "staggered", w, stag, c->g->n, 0);
+    chk_whole_views_free(w, c->g->n);
 }
 
 void chk_absorbed_vs_naive(chk_ctx *c)

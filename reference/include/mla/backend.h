@@ -69,8 +69,11 @@ void mla_run_opts_default(mla_run_opts *o);
  *      every earlier call for it). No rewind: an n_past below the cached length is an error, not a
  *      truncation, because the usual cause is a caller's position off by one, which an engine that
  *      silently overwrote history would hide; dropping tokens is reset()'s job.
- *   4. n_new[i] >= 1: a sequence with nothing to compute is a scheduler bug; a batch lists only the
- *      sequences that step (leave the others out rather than sending n_new == 0).
+ *   4. n_new[i] >= 0. n_new == 0 is a legal no-op for that sequence: its cache, its n_past and the
+ *      taps (no rows) are as if it were not listed. A scheduler that keeps a fixed slot list (vLLM's
+ *      persistent batch, a sequence between steps, a request paused or just admitted with nothing
+ *      scheduled yet) sends such entries; rules 2, 3 and 5 still hold for them. A batch whose every
+ *      n_new is 0 computes nothing and leaves no tap (read_tap answers MLA_ERR_UNSUPPORTED).
  *   5. n_past[i] + n_new[i] <= max_seq_len. Each slot's block table holds
  *      ceil(max_seq_len / block_size) blocks, so this is also what keeps every written and read row
  *      inside the blocks the slot owns.
@@ -82,7 +85,7 @@ typedef struct mla_batch {
     int n_seqs;
     const int32_t *seq_ids; /* [n_seqs] cache slot of each sequence, < max_seqs, all distinct */
     const int32_t *n_past;  /* [n_seqs] tokens already cached for that sequence (exactly) */
-    const int32_t *n_new;   /* [n_seqs] new tokens (s_q), >= 1 */
+    const int32_t *n_new;   /* [n_seqs] new tokens (s_q), >= 0 (0: a no-op for that slot) */
     const int32_t *tokens;  /* [sum n_new] */
 } mla_batch;
 
@@ -99,6 +102,11 @@ typedef struct mla_batch_limits {
 /* The batch contract above, rule by rule. who names the engine in the detail ("reference", "gpu"):
  * "<who>: batch: n_past[1] = 3, expected 5 (the tokens cache slot 2 holds)". */
 mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_batch_limits *lim);
+
+/* A validated batch without its n_new == 0 entries (rule 4), for engines: *out points into *buf
+ * (caller frees; NULL when nothing was dropped and *out is *b) and the tokens are b's (an empty
+ * entry holds none). out->n_seqs == 0 when every entry was empty. */
+mla_status mla_batch_drop_empty(const mla_batch *b, mla_batch *out, int32_t **buf);
 
 typedef struct mla_backend_ops {
     uint32_t abi_version; /* MLA_BACKEND_ABI_VERSION */

@@ -2,6 +2,8 @@
  * numbered there; each refusal names the field and the index that broke it. */
 #include "mla/backend.h"
 
+#include <stdlib.h>
+
 mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_batch_limits *lim)
 {
     if (!who) who = "engine";
@@ -27,8 +29,8 @@ mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_bat
                               "%s: batch: n_past[%d] = %d, expected %d (the tokens cache slot %d holds)", who, i,
                               b->n_past[i], lim->cached[s], s);
         /* rule 4 */
-        if (b->n_new[i] < 1)
-            return mla_errorf(MLA_ERR_INVALID, "%s: batch: n_new[%d] = %d, expected >= 1", who, i, b->n_new[i]);
+        if (b->n_new[i] < 0)
+            return mla_errorf(MLA_ERR_INVALID, "%s: batch: n_new[%d] = %d, expected >= 0", who, i, b->n_new[i]);
         /* rule 5 */
         if ((int64_t)b->n_past[i] + b->n_new[i] > lim->max_seq_len)
             return mla_errorf(MLA_ERR_INVALID,
@@ -43,5 +45,26 @@ mla_status mla_batch_validate(const char *who, const mla_batch *b, const mla_bat
         if (b->tokens[t] < 0 || b->tokens[t] >= lim->vocab_size)
             return mla_errorf(MLA_ERR_INVALID, "%s: batch: tokens[%lld] = %d, expected [0, %d) (vocab_size)", who,
                               (long long)t, b->tokens[t], lim->vocab_size);
+    return MLA_OK;
+}
+
+mla_status mla_batch_drop_empty(const mla_batch *b, mla_batch *out, int32_t **buf)
+{
+    *buf = NULL;
+    *out = *b;
+    int keep = 0;
+    for (int i = 0; i < b->n_seqs; i++) keep += b->n_new[i] > 0;
+    if (keep == b->n_seqs) return MLA_OK;
+    int32_t *p = malloc((size_t)(3 * keep + 1) * sizeof *p);
+    if (!p) return mla_errorf(MLA_ERR_NOMEM, "batch: %d entries without the empty ones", keep);
+    int32_t *ids = p, *past = p + keep, *nnew = p + 2 * keep;
+    for (int i = 0, k = 0; i < b->n_seqs; i++)
+        if (b->n_new[i] > 0) {
+            ids[k] = b->seq_ids[i];
+            past[k] = b->n_past[i];
+            nnew[k++] = b->n_new[i];
+        }
+    *out = (mla_batch){.n_seqs = keep, .seq_ids = ids, .n_past = past, .n_new = nnew, .tokens = b->tokens};
+    *buf = p;
     return MLA_OK;
 }

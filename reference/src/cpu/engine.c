@@ -136,7 +136,13 @@ static mla_status ref_forward_checked(ref_engine *e, const mla_batch *b, int abs
 {
     mla_status st = check_batch(&e->c, b);
     if (st) return st;
-    return ref_forward(&e->c, b, absorbed, e->stream_weights);
+    mla_batch nb; /* n_new == 0 entries are no-ops (rule 4): the forward pass never sees them */
+    int32_t *buf;
+    if ((st = mla_batch_drop_empty(b, &nb, &buf))) return st;
+    if (nb.n_seqs == 0) ref_taps_clear(&e->c);
+    else st = ref_forward(&e->c, &nb, absorbed, e->stream_weights);
+    free(buf);
+    return st;
 }
 
 static mla_status ref_forward_mha(void *ctx, const mla_batch *b) { return ref_forward_checked(ctx, b, 0); }
