@@ -18,11 +18,15 @@ Without the C library on the kernel's machine (numpy + h5py only):
         case.write_output(out, lse)              # or case.skip("reason")
     mlacheck ops --judge DIR           # the same judging as `mlacheck ops`; exit 0 pass, 1 fail, 2 bad input
 """
-from .export import CaseError, ExportedCase, export_suite, exported_cases
+from ._errors import CaseError
 from .formats import bf16_to_f32, e4m3_to_f32, kv_rows_to_f32
 
 
 def __getattr__(name):
+    # the export route needs h5py, the libmlacheck route does not: each loads on first use
+    if name in ("ExportedCase", "export_suite", "exported_cases"):
+        from . import export
+        return getattr(export, name)
     # the libmlacheck route loads lazily: the export route needs no C library
     if name in ("op_cases", "check_ops", "OpCase", "OpSuite", "Verdict", "JudgeFailure", "supports_fn"):
         from . import cases

@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from .export import CaseError
+from ._errors import CaseError
 
 _NP = {0: np.float32, 1: np.uint16, 2: np.uint8, 3: np.int32}  # mlacheck_dtype
 _BF16 = ("q", "kv_c", "k_pe", "w_kv_b")

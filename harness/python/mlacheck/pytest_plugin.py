@@ -86,7 +86,7 @@ class MlacheckItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         from .cases import JudgeFailure
-        from .export import CaseError
+        from ._errors import CaseError
         if isinstance(excinfo.value, (JudgeFailure, CaseError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

@@ -22,7 +22,8 @@ def check(cond, what):
 
 
 def pytest(args, err="0"):
-    env = dict(os.environ, NP_KERNEL_SCALE_ERROR=err,
+    # the plugin by -p only: an installed copy (or a mlacheck.egg-info on the path) would register it twice
+    env = dict(os.environ, NP_KERNEL_SCALE_ERROR=err, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                PYTHONPATH=os.pathsep.join([os.path.join(HERE, ".."), HERE, os.environ.get("PYTHONPATH", "")]))
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "mlacheck.pytest_plugin", "-p", "no:cacheprovider",
                         "-q", "-rs"] + args, cwd=tempfile.mkdtemp(prefix="mlacheck-pt-"), env=env,
