@@ -1,38 +1,16 @@
-/* capi_ops.c: libmlacheck's operator cases (capi.h): a suite's cases, their generated inputs as
- * borrowed arrays, and the judge. The inputs and the judging step are opcheck's own
- * (opcheck_internal.h: opcheck_inputs_make, opcheck_features, opcheck_judge), so a case judged here
- * is judged exactly as `mlacheck ops` judges it. */
+/* capi_ops.c: libmlacheck's operator cases (capi.h): version and sizes, a suite's cases and their
+ * generated inputs as borrowed arrays (opcheck's own: opcheck_inputs_make, opcheck_features), the
+ * cache decoder. The judge is capi_judge.c. */
 #include "mlacheck/capi.h"
 
-#include "../src/opcheck_internal.h"
+#include "capi_internal.h"
 #include "mla/dtype.h"
 #include "mla/kv.h"
 #include "mlacheck/rules.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct mlacheck_suite {
-    int refs; /* the opener's and one per made case: a case judges with the suite's rules */
-    mla_opcase *cases;
-    int n;
-    mla_rules *rules;
-    char rules_path[1024];
-};
-
-/* The bf16 encodings and the decoded cache are made on first request. */
-enum { CAPI_Q, CAPI_KV_C, CAPI_K_PE, CAPI_W, CAPI_NF32 };
-
-struct mlacheck_case {
-    mla_opcase c;
-    op_inputs in;
-    mlacheck_suite *suite; /* held (refs) */
-    const mla_rules *rules;
-    uint16_t *bf16[CAPI_NF32];
-    float *kv_f32;
-};
 
 static const char *const capi_kv_names[] = {
 #define CAPI_KV_NAME(e, name) name,
@@ -98,7 +76,7 @@ int32_t mlacheck_kv_decode(int32_t format, int32_t fnuz, int32_t C, int32_t R, f
 }
 
 /* A struct the caller passes must be the size this library was built with (capi.h: versioning). */
-static mla_status size_ok(const char *fn, uint32_t got, size_t want)
+mla_status capi_size_ok(const char *fn, uint32_t got, size_t want)
 {
     if (got == want) return MLA_OK;
     return mla_errorf(MLA_ERR_VERSION, "%s: struct_size %u, expected %zu (a binding for another capi.h version)", fn,
@@ -184,7 +162,7 @@ int32_t mlacheck_ops_case_info(const mlacheck_suite *s, int32_t i, mlacheck_case
     mla_status st = case_at(s, i, "mlacheck_ops_case_info");
     if (st) return st;
     if (!out) return mla_errorf(MLA_ERR_INVALID, "mlacheck_ops_case_info: out is NULL");
-    if ((st = size_ok("mlacheck_ops_case_info", out->struct_size, sizeof *out))) return st;
+    if ((st = capi_size_ok("mlacheck_ops_case_info", out->struct_size, sizeof *out))) return st;
     /* the inputs are generated for the pool's size and the features: the metadata is theirs */
     op_inputs in;
     if ((st = opcheck_inputs_make(&s->cases[i], &in))) return st;
@@ -223,7 +201,7 @@ int32_t mlacheck_case_make(mlacheck_suite *s, int32_t i, mlacheck_case **out)
 int32_t mlacheck_case_get_info(const mlacheck_case *c, mlacheck_case_info *out)
 {
     if (!c || !out) return mla_errorf(MLA_ERR_INVALID, "mlacheck_case_get_info: NULL argument");
-    mla_status st = size_ok("mlacheck_case_get_info", out->struct_size, sizeof *out);
+    mla_status st = capi_size_ok("mlacheck_case_get_info", out->struct_size, sizeof *out);
     if (st) return st;
     info_fill(&c->c, &c->in, out);
     return MLA_OK;
@@ -288,7 +266,7 @@ static mla_status kv_decoded(mlacheck_case *c, float **out)
 int32_t mlacheck_case_array(mlacheck_case *c, const char *name, mlacheck_array *a)
 {
     if (!c || !name || !a) return mla_errorf(MLA_ERR_INVALID, "mlacheck_case_array: NULL argument");
-    mla_status st = size_ok("mlacheck_case_array", a->struct_size, sizeof *a);
+    mla_status st = capi_size_ok("mlacheck_case_array", a->struct_size, sizeof *a);
     if (st) return st;
     const op_inputs *in = &c->in;
     int mha = c->c.kind == MLA_OP_MHA, Dq = mha ? in->P + in->R : in->C + in->R;
@@ -346,99 +324,4 @@ int32_t mlacheck_case_array(mlacheck_case *c, const char *name, mlacheck_array *
     return mla_errorf(MLA_ERR_NOT_FOUND, "case %s: no array '%s': expected q, %skv_cache, kv_cache_f32, block_table, "
                       "seq_lens, cu_seqlens_q (q%s with _bf16 for bf16 bits)", c->c.name, name,
                       mha ? "kv_c, k_pe, w_kv_b, " : "", mha ? ", kv_c, k_pe, w_kv_b" : "");
-}
-
-/* ---- the judge ----------------------------------------------------------------------------------- */
-
-static void metrics_of(const mla_cmp_result *r, mlacheck_metrics *m)
-{
-    memset(m, 0, sizeof *m);
-    m->n = r->n;
-    m->n_mismatch = r->n_mismatch;
-    m->nonfinite_mismatch = r->nonfinite_mismatch;
-    m->max_abs = r->max_abs;
-    m->max_rel = r->max_rel;
-    m->nmse = r->nmse;
-    m->cos_diff = r->cos_diff;
-    m->rel_l2 = r->rel_l2;
-    m->headroom = r->headroom;
-    for (int k = 0; k < 3; k++) m->worst_coord[k] = r->worst_coord[k];
-    m->worst_ref = r->worst_ref;
-    m->worst_cand = r->worst_cand;
-    m->pass = r->pass;
-}
-
-/* The first failing metric of r under lim, in the order compare.c judges them. */
-static void first_failing(const mla_cmp_result *r, const mla_cmp_limits *lim, mlacheck_verdict *v)
-{
-    v->max_abs_limit = lim->max_abs;
-    v->max_rel_limit = lim->max_rel;
-    if (r->nonfinite_mismatch) {
-        snprintf(v->metric, sizeof v->metric, "nonfinite");
-        v->value = (double)r->nonfinite_mismatch;
-        v->limit = 0;
-        return;
-    }
-    double allowed = lim->mismatch_frac > 0 ? lim->mismatch_frac : 0, frac = r->n ? (double)r->n_mismatch / r->n : 0;
-    if ((lim->max_abs > 0 || lim->max_rel > 0) && (allowed > 0 ? frac > allowed : r->n_mismatch > 0)) {
-        snprintf(v->metric, sizeof v->metric, "allclose");
-        v->value = frac;
-        v->limit = allowed;
-        return;
-    }
-    const struct { const char *name; double val, lim; } m[] = {
-        {"nmse", r->nmse, lim->nmse}, {"cos_diff", r->cos_diff, lim->cos_diff},
-        {"rel_l2", r->rel_l2, lim->rel_l2}, {"ulp_p99", r->ulp_p99, lim->ulp_p99}};
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-        if (m[i].lim > 0 && !(m[i].val <= m[i].lim)) {
-            snprintf(v->metric, sizeof v->metric, "%s", m[i].name);
-            v->value = m[i].val;
-            v->limit = m[i].lim;
-            return;
-        }
-}
-
-int32_t mlacheck_case_judge(mlacheck_case *c, const float *out, int64_t n_out, const float *lse, int64_t n_lse,
-                            mlacheck_verdict *v)
-{
-    if (!c || !v) return mla_errorf(MLA_ERR_INVALID, "mlacheck_case_judge: NULL case or verdict");
-    mla_status st = size_ok("mlacheck_case_judge", v->struct_size, sizeof *v);
-    if (st) return st;
-    const op_inputs *in = &c->in;
-    int mqa = c->c.kind == MLA_OP_MQA, D = mqa ? in->C : in->V;
-    const char *tap = mqa ? "mqa_out" : "mha_out";
-    int64_t want_out = (int64_t)in->T * in->H * D, want_lse = (int64_t)in->T * in->H;
-    if (!out || !lse)
-        return mla_errorf(MLA_ERR_INVALID, "case %s: %s is missing: expected float32 [%d, %d%s]", c->c.name,
-                          !out ? "out" : "lse", in->T, in->H, !out ? (mqa ? ", C]" : ", V]") : "");
-    if (n_out != want_out)
-        return mla_errorf(MLA_ERR_SHAPE, "case %s: out has %lld values, expected float32 [%d, %d, %d] = %lld",
-                          c->c.name, (long long)n_out, in->T, in->H, D, (long long)want_out);
-    if (n_lse != want_lse)
-        return mla_errorf(MLA_ERR_SHAPE, "case %s: lse has %lld values, expected float32 [%d, %d] = %lld", c->c.name,
-                          (long long)n_lse, in->T, in->H, (long long)want_lse);
-    uint32_t size = v->struct_size;
-    memset(v, 0, sizeof *v);
-    v->struct_size = size;
-    mla_opcheck_opts o;
-    mla_opcheck_opts_default(&o);
-    o.rules = c->rules;
-    mla_opcase_result r;
-    memset(&r, 0, sizeof r);
-    if ((st = opcheck_judge(&c->c, in, out, lse, &o, &r))) return st;
-    v->verdict = r.verdict == MLA_OPCASE_PASS ? MLACHECK_PASS : MLACHECK_FAIL;
-    metrics_of(&r.out, &v->out);
-    metrics_of(&r.lse, &v->lse);
-    snprintf(v->why, sizeof v->why, "%s", r.why);
-    if (v->verdict == MLACHECK_FAIL) {
-        const char *prof = mla_opcheck_profile_name(c->c.kv_format);
-        const char *t = !r.out.pass ? tap : "lse";
-        const mla_rule_limits *rl = mla_rules_match(c->rules, t, prof, MLA_OPCHECK_CHECK);
-        mla_cmp_limits none;
-        memset(&none, 0, sizeof none);
-        snprintf(v->tensor, sizeof v->tensor, "%s", t);
-        first_failing(!r.out.pass ? &r.out : &r.lse, rl ? &rl->lim : &none, v);
-        if (!v->metric[0]) snprintf(v->metric, sizeof v->metric, "other"); /* a rule outside this list: see why */
-    }
-    return MLA_OK;
 }
