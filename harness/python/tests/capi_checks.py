@@ -169,6 +169,9 @@ def test_model():
     r = mlacheck.run(suite="smoke", mqa=lambda x: (np.zeros((1, 1), np.float32), None), results=res, name="numpy")
     check(not r.passed and "forward_mqa call 1: out has shape [1, 1]: expected float32" in r.first_failure,
           f"bad outputs from forward_mqa are named: '{r.first_failure[:160]}'")
+    r = mlacheck.run(suite="smoke", mqa=mqa_np, supports={"kv_format": {"bf16"}}, results=res, name="numpy")
+    check(r.exit_code == 77 and r.skip_count == 3 and r.pass_count == 0,
+          f"a kernel declining the fp64 profile's f32 cache: every check skipped, exit {r.exit_code}")
     msg = raises(lambda: mlacheck.run(suite="smoke"), ValueError, "give mqa, mha or both")
     check(msg.startswith("mlacheck.run"), "neither form: ValueError")
 
