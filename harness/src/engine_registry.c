@@ -116,6 +116,34 @@ static mla_status plugin_backend(const char *path, const mla_backend_ops **ops, 
     return lib_accept(i);
 }
 
+/* The in-process operator (one at a time: the Python route registers it for one run). */
+#define REG_INPROC "plugin:inproc:"
+static char reg_inproc_name[64];
+static const mla_attn_ops *reg_inproc_ops;
+
+mla_status mla_registry_add_inproc(const char *name, const mla_attn_ops *ops)
+{
+    if (!name || !name[0] || strlen(name) >= sizeof reg_inproc_name)
+        return mla_errorf(MLA_ERR_INVALID, "engine registry: in-process operator name '%s': expected 1..63 bytes",
+                          name ? name : "(null)");
+    if (reg_inproc_ops)
+        return mla_errorf(MLA_ERR_INVALID, "engine registry: in-process operator %s is registered already",
+                          reg_inproc_name);
+    char who[128];
+    snprintf(who, sizeof who, "in-process operator %s", name);
+    mla_status st = mla_attn_ops_check(ops, MLA_ATTN_USE_OPS, who); /* one form is enough: ref computes the other */
+    if (st) return st;
+    snprintf(reg_inproc_name, sizeof reg_inproc_name, "%s", name);
+    reg_inproc_ops = ops;
+    return MLA_OK;
+}
+
+void mla_registry_remove_inproc(void)
+{
+    reg_inproc_ops = NULL;
+    reg_inproc_name[0] = '\0';
+}
+
 mla_status mla_registry_backend(const char *name, const mla_backend_ops **ops, const mla_attn_ops **attn)
 {
     *ops = NULL;
@@ -132,6 +160,13 @@ mla_status mla_registry_backend(const char *name, const mla_backend_ops **ops, c
         return mla_errorf(MLA_ERR_NO_DEVICE,
                           "engine gpu: this build has no GPU engine (configure with -DMLA_GPU=cuda or hip)");
 #endif
+    }
+    if (strncmp(name, REG_INPROC, strlen(REG_INPROC)) == 0) {
+        if (!reg_inproc_ops || strcmp(name + strlen(REG_INPROC), reg_inproc_name) != 0)
+            return mla_errorf(MLA_ERR_NOT_FOUND, "engine %s: no in-process operator of that name is registered", name);
+        *ops = mla_ref_backend();
+        *attn = reg_inproc_ops;
+        return MLA_OK;
     }
     if (strncmp(name, "plugin:", 7) == 0) return plugin_backend(name + 7, ops, attn);
     return mla_errorf(MLA_ERR_INVALID, "engine '%s': expected ref, gpu or plugin:<path.so>", name);
@@ -174,7 +209,10 @@ mla_status mla_engine_open(const char *name, mla_model *model, const mla_run_opt
     if (st) return st;
     snprintf(out->name, sizeof out->name, "%s", name);
     if ((st = out->ops->create(&out->ctx))) return st;
-    if (attn && (st = mla_ref_set_attn_ops(out->ctx, attn))) {
+    /* the registry applied the rule of the route: a library plugin has both forms, an in-process
+     * operator may have one (the reference computes the other) */
+    int partial = strncmp(name, REG_INPROC, strlen(REG_INPROC)) == 0;
+    if (attn && (st = partial ? mla_ref_set_attn_ops_partial(out->ctx, attn) : mla_ref_set_attn_ops(out->ctx, attn))) {
         out->ops->destroy(out->ctx);
         out->ctx = NULL;
         return st;

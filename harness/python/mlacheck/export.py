@@ -16,14 +16,10 @@ import h5py
 import numpy as np
 
 from . import formats
+from ._errors import CaseError  # noqa: F401 (mlacheck.export.CaseError, as before)
 
 SCHEMA_VERSION = 1
 _BF16 = ("q", "kv_c", "k_pe", "w_kv_b")
-
-
-class CaseError(ValueError):
-    """Bad input or output of an exported case; the message names the case, the tensor and what
-    was expected."""
 
 
 def _crc(a):

@@ -18,7 +18,8 @@ typedef enum {
      * supports and at least one of mqa, mha. */
     MLA_ATTN_USE_OPS,
     /* A whole-model run (the hybrid engine, ref_hook.h): prefill calls mha and decode calls mqa, so
-     * supports, mqa and mha. */
+     * supports, mqa and mha. (An in-process operator of libmlacheck's Python route is held to
+     * MLA_ATTN_USE_OPS instead: the reference computes its missing form, mla_ref_set_attn_ops_partial.) */
     MLA_ATTN_USE_MODEL
 } mla_attn_use;
 

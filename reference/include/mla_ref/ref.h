@@ -35,6 +35,11 @@ const mla_attn_ops *mla_ref_attn_ops(void);
  * supports(MLA_FEAT_PROFILE_x) answers 0 for a profile whose cache format the operator declines. */
 mla_status mla_ref_set_attn_ops(void *ref_ctx, const mla_attn_ops *ops);
 
+/* As mla_ref_set_attn_ops, but ops may have one form only (supports and at least one of mqa, mha):
+ * the form whose entry is NULL is the reference's own attention (attention.c), bit for bit. For an
+ * operator that serves only decode (or only prefill), e.g. libmlacheck's Python route (capi.h). */
+mla_status mla_ref_set_attn_ops_partial(void *ref_ctx, const mla_attn_ops *ops);
+
 /* The cache format the hybrid hands the operator for a profile. */
 mla_kv_format mla_ref_attn_kv_format(mla_profile p);
 

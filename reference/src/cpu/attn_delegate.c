@@ -25,7 +25,10 @@ mla_kv_format mla_ref_attn_kv_format(mla_profile p)
 int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p)
 {
     if (!ops || (unsigned)p >= MLA_PROFILE_COUNT) return 0;
-    return ops->mqa && ops->mha && ops->supports(MLA_ATTN_FEAT_MQA, 0) && ops->supports(MLA_ATTN_FEAT_MHA, 0) &&
+    /* a form without an entry is the reference's own (mla_ref_set_attn_ops_partial); a present one
+     * must be supported */
+    return (ops->mqa || ops->mha) && (!ops->mqa || ops->supports(MLA_ATTN_FEAT_MQA, 0)) &&
+           (!ops->mha || ops->supports(MLA_ATTN_FEAT_MHA, 0)) &&
            ops->supports(MLA_ATTN_FEAT_KV_FORMAT, mla_ref_attn_kv_format(p));
 }
 

@@ -200,16 +200,25 @@ static const mla_backend_ops ref_ops = {
 
 const mla_backend_ops *mla_ref_backend(void) { return &ref_ops; }
 
-mla_status mla_ref_set_attn_ops(void *ctx, const mla_attn_ops *ops)
+/* use: MLA_ATTN_USE_MODEL (both forms) or MLA_ATTN_USE_OPS (one form; the reference does the other). */
+static mla_status set_attn(void *ctx, const mla_attn_ops *ops, mla_attn_use use)
 {
     ref_engine *e = ctx;
     if (!e) return mla_errorf(MLA_ERR_INVALID, "reference: set_attn_ops: context is NULL");
-    if (ops) { /* the hybrid runs whole models: both forms (mla/abi_check.h) */
+    if (ops) {
         char who[160];
         snprintf(who, sizeof who, "reference: attention operator %s", ops->name ? ops->name : "?");
-        mla_status st = mla_attn_ops_check(ops, MLA_ATTN_USE_MODEL, who);
+        mla_status st = mla_attn_ops_check(ops, use, who);
         if (st) return st;
     }
     e->c.attn_ops = ops;
     return MLA_OK;
+}
+
+/* the hybrid runs whole models: both forms (mla/abi_check.h) */
+mla_status mla_ref_set_attn_ops(void *ctx, const mla_attn_ops *ops) { return set_attn(ctx, ops, MLA_ATTN_USE_MODEL); }
+
+mla_status mla_ref_set_attn_ops_partial(void *ctx, const mla_attn_ops *ops)
+{
+    return set_attn(ctx, ops, MLA_ATTN_USE_OPS);
 }

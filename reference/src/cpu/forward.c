@@ -153,7 +153,8 @@ static mla_status seq_attention(ref_ctx *c, int l, int seq, int64_t np, int64_t 
     for (int64_t i = 0; i < n && !st; i++) st = ref_cache_write(c, l, seq, np + i, kv_c + i * d.C, k_pe + i * d.R);
     if (st) return st;
     const double *kv_b = c->layers[l].kv_b;
-    if (c->attn_ops) {
+    /* a partial operator (mla_ref_set_attn_ops_partial) leaves its missing form to the reference */
+    if (c->attn_ops && (absorbed ? c->attn_ops->mqa != NULL : c->attn_ops->mha != NULL)) {
         ref_attn_pool p;
         if ((st = ref_attn_pool_build(&p, c, l, seq, np + n))) return st;
         if (absorbed)

@@ -84,7 +84,7 @@ typedef struct ref_ctx {
     int32_t *seq_len;      /* [max_seqs] tokens cached per sequence */
     mla_tensor *taps[MLA_TAP_COUNT]; /* global taps of the last call */
     mla_tensor **ltaps;    /* [L * MLA_TAP_COUNT] */
-    const mla_attn_ops *attn_ops; /* non-NULL: attention core delegated (ref_hook.h, attn_delegate.c) */
+    const mla_attn_ops *attn_ops; /* non-NULL: attention delegated (attn_delegate.c); a NULL entry: ours */
 } ref_ctx;
 
 /* 1 under fp8w (weights.c: which linears are block-fp8 quantized). */
@@ -168,7 +168,7 @@ mla_status ref_attn_mha_delegate(double *core, double *lse, const double *q, con
 mla_status ref_attn_mqa_delegate(double *core, double *lse, double *q_abs, const double *q, int64_t n_past,
                                  int64_t n, const mla_attn_cache *kv, const double *kv_b, ref_attn_dims d,
                                  const ref_numerics *nm, const ref_faults *f, const mla_attn_ops *ops);
-/* 1 when c->attn_ops can serve profile p (its cache format and both entries). */
+/* 1 when c->attn_ops can serve profile p (its cache format and the forms it has entries for). */
 int ref_attn_delegate_supports(const mla_attn_ops *ops, mla_profile p);
 
 /* ---- MoE (moe.c) ---- */
