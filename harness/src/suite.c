@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,8 @@ const char *mla_suite_suggest(const char *word, const char *const *candidates, i
     X(K_DESCRIPTION, "description") X(K_MODEL, "model") X(K_PROMPTS, "prompts") X(K_BATCH, "batch") \
     X(K_ENGINES, "engines") X(K_AGAINST, "against") X(K_PATHS, "paths") X(K_PREFILL_LEN, "prefill_len") \
     X(K_CHUNK, "chunk") X(K_PROFILES, "profiles") X(K_CHECKS, "checks") X(K_KV_LENS, "kv_lens") \
-    X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3")
+    X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3") \
+    X(K_KV_SCALE, "kv_scale")
 
 enum {
 #define X(e, n) e,
@@ -265,6 +267,18 @@ static mla_status set_int(const parser *p, int line, const char *key, const char
     if (parse_long(v, lo, hi, &x) != 0)
         return perr(p, line, "'%s' = '%s'; expected an integer in [%ld, %ld]", key, v, lo, hi);
     *dst = (int)x;
+    return MLA_OK;
+}
+
+/* A positive finite double; %.17g round-trips what was written into the dump /meta. */
+static mla_status set_scale(const parser *p, int line, const char *key, const char *v, double *dst)
+{
+    char *end;
+    errno = 0;
+    double x = *v && !isspace((unsigned char)*v) ? strtod(v, &end) : 0.0;
+    if (!*v || isspace((unsigned char)*v) || errno || *end || !isfinite(x) || !(x >= 1e-6) || x > 1e6)
+        return perr(p, line, "'%s' = '%s'; expected a number in [1e-6, 1e6]", key, v);
+    *dst = x;
     return MLA_OK;
 }
 
@@ -584,6 +598,7 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
         }
         c->e4m3_fnuz = tmp;
         break;
+    case K_KV_SCALE: st = set_scale(p, line, "kv_scale", v, &c->kv_scale); break;
     default: st = perr(p, line, "internal: key %d", key);
     }
     free(v);
@@ -594,6 +609,7 @@ static mla_status case_defaults(mla_suite_case *c)
 {
     c->batch = 1;
     c->prefill_len = 1;
+    c->kv_scale = 1.0;
     c->description = strdup("");
     c->against = strdup("golden");
     c->paths = malloc(sizeof *c->paths);
