@@ -3,11 +3,15 @@
 with seeded random weights (HF folders our C loader reads), runs Hugging Face transformers' own
 DeepseekV3/V2 models on them in float64 on the CPU, and writes every tap in mlacheck's golden schema.
 
-    python3 make_oracle.py --out DIR [--git-sha SHA] [--lens 37,100] [--weights-dtype f32|bf16]
+    python3 make_oracle.py --out DIR [--git-sha SHA] [--lens 37,100] [--weights-dtype f32|bf16] [--only NAME]
 
-writes DIR/<tiny-v3-hf|tiny-v2-lite-hf>/{config.json, model.safetensors, oracle-<len>.h5} and
+writes DIR/<tiny-v3-hf|tiny-v2-lite-hf|asym-v3-hf|asym-v2-lite-hf>/{config.json, model.safetensors,
+oracle-<len>.h5}. The tiny folders get torch-seeded weights made here; the asym folders are the
+committed ones beside this script (the built-ins asym-v3 / asym-v2-lite written by write_hf.c with
+the project's HF writer, bf16 weights bit for bit), copied, and their prompts (37 and 130 tokens)
+cross the YaRN original window (96, 112). It
 checks itself: safetensors names/shapes against mla-spec.md §a.3 and HF's loading report, the YaRN
-inv_freq, cos/sin attention factor (must be 1.0) and softmax scale against the spec formulas, the
+inv_freq, cos/sin attention factor (1.0, or mscale / mscale_all_dim's ratio) and softmax scale against the spec formulas, the
 routing against the reference rule (-inf group masking, which HF's 0.0 masking must not change),
 determinism (two runs and a fresh load give identical bits), and each .h5 re-read with its crc32s.
 Exit status 1 if any check failed (files are still written so they can be inspected).
@@ -20,6 +24,7 @@ import math
 import os
 import platform
 import shlex
+import shutil
 import sys
 import traceback
 
@@ -88,7 +93,23 @@ TINY_V2_LITE = {
     "torch_dtype": "float32",
 }
 
-MODELS = (("tiny-v3-hf", TINY_V3, 20250301), ("tiny-v2-lite-hf", TINY_V2_LITE, 20250302))
+# (name, config or None for a committed folder, seed of the weights (made here) and of the prompts,
+#  default prompt lengths)
+MODELS = (("tiny-v3-hf", TINY_V3, 20250301, (37, 100)), ("tiny-v2-lite-hf", TINY_V2_LITE, 20250302, (37, 100)),
+          ("asym-v3-hf", None, 20261201, (37, 130)), ("asym-v2-lite-hf", None, 20261202, (37, 130)))
+
+
+def folder_config(name):
+    """The committed folder's config.json (written by mla_model_write_hf), with the keys HF's
+    config classes would otherwise default spelled out as the tiny configs state them."""
+    with open(os.path.join(HERE, name, "config.json"), encoding="utf-8") as f:
+        c = json.load(f)
+    if c["model_type"] == "deepseek_v3":
+        c.setdefault("rope_interleave", True)
+    for k, v in (("attention_bias", False), ("attention_dropout", 0.0), ("initializer_range", 0.02),
+                 ("use_cache", True), ("bos_token_id", 0), ("eos_token_id", 1)):
+        c.setdefault(k, v)
+    return c
 
 FAILS = []
 
@@ -211,6 +232,17 @@ def inv_freq_f64(c):
     return theta * (1 - ramp) + theta / factor * ramp
 
 
+def attn_factor(c):
+    """The cos/sin magnitude factor (mla-spec.md §c.2): m(factor, mscale) / m(factor, mscale_all_dim)
+    under YaRN with both given, 1.0 for the tiny models (mscale == mscale_all_dim, or no YaRN)."""
+    rs = c.get("rope_scaling")
+    if not rs:
+        return 1.0
+    if rs.get("mscale") and rs.get("mscale_all_dim"):
+        return yarn_mscale(rs["factor"], rs["mscale"]) / yarn_mscale(rs["factor"], rs["mscale_all_dim"])
+    return yarn_mscale(rs["factor"], 1.0)
+
+
 def softmax_scale(c):
     s = (c["qk_nope_head_dim"] + c["qk_rope_head_dim"]) ** -0.5
     rs = c.get("rope_scaling")
@@ -220,7 +252,7 @@ def softmax_scale(c):
 
 
 def check_rope_and_scale(tag, model, c, set_f64):
-    """Print and check HF's rotary attention_scaling (must be 1.0), inv_freq, softmax scale. With
+    """Print and check HF's rotary attention_scaling (the spec's cos/sin factor), inv_freq, softmax scale. With
     set_f64, replace HF's float32-computed inv_freq by the float64 one (checked to agree first)."""
     want = inv_freq_f64(c)
     rot = [(n, m) for n, m in model.named_modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]
@@ -228,7 +260,9 @@ def check_rope_and_scale(tag, model, c, set_f64):
     for name, m in rot:
         att = getattr(m, "attention_scaling", None)
         print("  %s: %s.attention_scaling = %r  inv_freq dtype %s" % (tag, name, att, m.inv_freq.dtype))
-        check(att is not None and float(att) == 1.0, "%s: cos/sin attention_scaling == 1.0 (got %r)" % (tag, att))
+        want_a = attn_factor(c)
+        check(att is not None and abs(float(att) - want_a) <= 1e-15 * want_a,
+              "%s: cos/sin attention_scaling == %.17g (got %r)" % (tag, want_a, att))
         hf = m.inv_freq.detach().to(torch.float64).cpu()
         if check(hf.shape == want.shape, "%s: inv_freq shape %s == %s" % (tag, tuple(hf.shape), tuple(want.shape))):
             rel = ((hf - want).abs() / want).max().item()
@@ -303,9 +337,15 @@ def check_routing(tag, c, taps, weights):
             check(d < 1e-12, "%s layer %d: HF topk_weights vs reference, max abs %.3g" % (tag, layer, d))
         print("  %s layer %d: min K-th chosen score %.4g, min top-K margin %.3g"
               % (tag, layer, kth.min().item(), gap.min().item()))
-        if bias is not None:
-            check(kth.min().item() > 0.0, "%s layer %d: K-th biased score > 0, so a 0.0 group fill "
-                  "(older HF) could not change the choice" % (tag, layer))
+        if bias is not None and kth.min().item() > 0.0:
+            check(True, "%s layer %d: K-th biased score > 0, so a 0.0 group fill (older HF) could not "
+                  "change the choice" % (tag, layer))
+        elif bias is not None:
+            # the built-in asym-v3's bias (0.05 N, top-5 of 2 groups x 3) leaves some K-th biased
+            # scores below 0, where a 0.0 fill would choose a masked expert: the oracle is then valid
+            # only for an HF that masks with -inf, which the topk_ids check above has just shown
+            check(bool(same.all()), "%s layer %d: K-th biased score down to %.3g < 0: valid because HF's "
+                  "topk_ids equal the -inf masking rule on every row" % (tag, layer, kth.min().item()))
 
 
 def check_ffn_semantics(tag, c, taps, weights):
@@ -395,11 +435,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (one subfolder per model)")
     ap.add_argument("--git-sha", default=None)
-    ap.add_argument("--lens", default="37,100", help="prompt lengths (comma-separated)")
+    ap.add_argument("--lens", default=None, help="prompt lengths (comma-separated; default 37,100 for the "
+                    "tiny models, 37,130 for the asym ones)")
     ap.add_argument("--weights-dtype", default="f32", choices=("f32", "bf16"))
-    ap.add_argument("--only", default=None, help="one model name")
+    ap.add_argument("--only", default=None, help="model names (comma-separated), e.g. asym-v3-hf,asym-v2-lite-hf")
     args = ap.parse_args()
-    lens = [int(x) for x in args.lens.split(",")]
+    lens_arg = [int(x) for x in args.lens.split(",")] if args.lens else None
     git_sha = args.git_sha if args.git_sha is not None else md.git_sha_here()
     torch.set_num_threads(min(8, os.cpu_count() or 1))
 
@@ -408,13 +449,26 @@ def main():
              md.h5py.__version__, __import__("safetensors").__version__))
     producer = shlex.join(["golden/oracle/make_oracle.py"] + sys.argv[1:])
 
-    for name, c, seed in MODELS:
-        if args.only and name != args.only:
+    for name, c, seed, lens in MODELS:
+        if args.only and name not in args.only.split(","):
             continue
-        print("== %s (%s, seed %d)" % (name, c["model_type"], seed))
+        lens = lens_arg or list(lens)
         folder = os.path.join(args.out, name)
-        weights = make_weights(c, seed)
-        cfg_text = write_folder(folder, c, weights, args.weights_dtype)
+        if c is None:  # a committed folder: the built-in's own weights
+            c = folder_config(name)
+            os.makedirs(folder, exist_ok=True)
+            src = os.path.join(HERE, name, "model.safetensors")
+            if os.path.realpath(src) != os.path.realpath(os.path.join(folder, "model.safetensors")):
+                shutil.copyfile(src, os.path.join(folder, "model.safetensors"))
+            cfg_text = json.dumps(c, indent=2) + "\n"
+            with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
+                f.write(cfg_text)
+            weights = {k: v.to(torch.float32) for k, v in load_file(os.path.join(folder, "model.safetensors")).items()}
+            print("== %s (%s, committed folder, prompt seed %d)" % (name, c["model_type"], seed))
+        else:
+            print("== %s (%s, seed %d)" % (name, c["model_type"], seed))
+            weights = make_weights(c, seed)
+            cfg_text = write_folder(folder, c, weights, args.weights_dtype)
         ondisk = load_file(os.path.join(folder, "model.safetensors"))
         check(set(ondisk) == set(checkpoint_shapes(c)), "%s: safetensors holds exactly the §a.3 names (%d)" % (name, len(ondisk)))
         nparams = sum(t.numel() for t in weights.values())

@@ -10,6 +10,7 @@
 #include <hdf5.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,26 @@ static mla_status attr_read_int(const char *path, hid_t loc, const char *obj, co
     else if (v < lo || v > hi)
         st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: %lld, expected %lld..%lld", path,
                         name, obj, v, lo, hi);
+    close_id(&ft, H5Tclose);
+    close_id(&a, H5Aclose);
+    *out = v;
+    return st;
+}
+
+/* Reads a floating-point attribute. */
+static mla_status attr_read_f64(const char *path, hid_t loc, const char *obj, const char *name, double *out)
+{
+    hid_t a, ft;
+    mla_status st = attr_open(path, loc, obj, name, &a);
+    if (st) return st;
+    ft = H5Aget_type(a);
+    double v = 0;
+    char e[200];
+    if (ft < 0 || H5Tget_class(ft) != H5T_FLOAT)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute %s of %s: expected a float", path, name, obj);
+    else if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: cannot read attribute %s of %s: %s", path, name, obj,
+                        h5_detail(e, sizeof e));
     close_id(&ft, H5Tclose);
     close_id(&a, H5Aclose);
     *out = v;
@@ -622,6 +643,10 @@ static mla_status write_meta(const char *path, hid_t f, const mla_dump *d, const
         st = attr_write(path, g, "/meta", "prefill_len", H5T_STD_I32LE, H5T_NATIVE_INT32, &pl);
     if (!st) st = attr_write(path, g, "/meta", "chunk", H5T_STD_I32LE, H5T_NATIVE_INT32, &ch);
     if (!st) st = attr_write_str(path, g, "/meta", "model_config", json);
+    /* The fp8 settings of the run, when the producer recorded them (mlacheck run and golden do). */
+    if (!st && m->kv_scale > 0)
+        st = attr_write(path, g, "/meta", "kv_scale", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &m->kv_scale);
+    if (!st && m->e4m3[0]) st = attr_write_field(path, g, "e4m3", m->e4m3, sizeof m->e4m3);
     H5Gclose(g);
     return st;
 }
@@ -841,11 +866,19 @@ static mla_status read_meta(const char *path, hid_t f, mla_dump_meta *m, mla_con
     R_FIELD(model);
     R_FIELD(weights_hash);
     R_FIELD(created);
+    R_FIELD(e4m3);
 #undef R_FIELD
     if (!st && !(st = meta_int(path, g, "seed", 0, UINT32_MAX, &v))) m->seed = (unsigned)v;
     if (!st && !(st = meta_int(path, g, "prefill_len", INT32_MIN, INT32_MAX, &v)))
         m->prefill_len = (int)v;
     if (!st && !(st = meta_int(path, g, "chunk", INT32_MIN, INT32_MAX, &v))) m->chunk = (int)v;
+    if (!st) {
+        st = attr_read_f64(path, g, "/meta", "kv_scale", &m->kv_scale);
+        if (st == MLA_ERR_NOT_FOUND) st = MLA_OK; /* not recorded: 0 */
+        else if (!st && !(isfinite(m->kv_scale) && m->kv_scale > 0))
+            st = mla_errorf(MLA_ERR_FORMAT, "%s: attribute kv_scale of /meta: %g, expected a finite value > 0", path,
+                            m->kv_scale);
+    }
     if (!st) {
         st = attr_read_str(path, g, "/meta", "model_config", &m->model_config_json);
         if (st == MLA_ERR_NOT_FOUND)

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,7 @@ const char *mla_suite_suggest(const char *word, const char *const *candidates, i
     X(K_ENGINES, "engines") X(K_AGAINST, "against") X(K_PATHS, "paths") X(K_PREFILL_LEN, "prefill_len") \
     X(K_CHUNK, "chunk") X(K_PROFILES, "profiles") X(K_CHECKS, "checks") X(K_KV_LENS, "kv_lens") \
     X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3") \
-    X(K_SCHEDULE, "schedule")
+    X(K_SCHEDULE, "schedule") X(K_KV_SCALE, "kv_scale")
 
 enum {
 #define X(e, n) e,
@@ -306,6 +307,18 @@ static mla_status parse_text_prompt(const parser *p, int line, char *rest, mla_s
     pr->len += pr->bos >= 0;
     pr->file = strdup(trim(parts[0]));
     return pr->file ? MLA_OK : MLA_ERR_NOMEM;
+}
+
+/* A positive finite double; %.17g round-trips what was written into the dump /meta. */
+static mla_status set_scale(const parser *p, int line, const char *key, const char *v, double *dst)
+{
+    char *end;
+    errno = 0;
+    double x = *v && !isspace((unsigned char)*v) ? strtod(v, &end) : 0.0;
+    if (!*v || isspace((unsigned char)*v) || errno || *end || !isfinite(x) || !(x >= 1e-6) || x > 1e6)
+        return perr(p, line, "'%s' = '%s'; expected a number in [1e-6, 1e6]", key, v);
+    *dst = x;
+    return MLA_OK;
 }
 
 static mla_status parse_prompt(const parser *p, int line, char *item, mla_suite_prompt *pr)
@@ -634,6 +647,7 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
             st = unknown_word(p, line, "schedule", v, "schedule", e, 2);
         }
         break;
+    case K_KV_SCALE: st = set_scale(p, line, "kv_scale", v, &c->kv_scale); break;
     default: st = perr(p, line, "internal: key %d", key);
     }
     free(v);
@@ -644,6 +658,7 @@ static mla_status case_defaults(mla_suite_case *c)
 {
     c->batch = 1;
     c->prefill_len = 1;
+    c->kv_scale = 1.0;
     c->description = strdup("");
     c->against = strdup("golden");
     c->paths = malloc(sizeof *c->paths);

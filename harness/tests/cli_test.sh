@@ -114,6 +114,15 @@ bad-input)
     expect_code 2 "$MLA" run --suite smoke --golden "$TMP/gold" --quiet --results "$TMP/res"
     grep -q "prefill-8-1897097a.h5: /meta path: 'decode', expected 'prefill'" "$TMP/out" ||
         fail "path-mismatch golden not refused: $(cat $TMP/out)"
+    # ... and so is one made under another fp8 kv_scale or e4m3 kind (asym-v3's are at 0.37)
+    printf '[case k]\nmodel = asym-v3\nprompts = tokens:3,1,4,1,5,9,2,6,5,3\nengines = ref\nprofiles = fp8kv\nkv_scale = 1.7\nchecks = golden\n' >"$TMP/k.suite"
+    expect_code 2 "$MLA" run --suite "$TMP/k.suite" --quiet --results "$TMP/res"
+    grep -q "fp8kv/prefill-10-a526b9ac.h5: /meta kv_scale: 0.37, expected 1.7" "$TMP/out" ||
+        fail "kv_scale-mismatch golden not refused: $(cat $TMP/out)"
+    printf '[case e]\nmodel = asym-v3\nprompts = tokens:1,4,1,4,2,1,3,5,6\nengines = ref\nprofiles = fp8kv\nkv_scale = 0.37\nchecks = golden\n' >"$TMP/e.suite"
+    expect_code 2 "$MLA" run --suite "$TMP/e.suite" --quiet --results "$TMP/res"
+    grep -q "fp8kv/prefill-9-b3d74746.h5: /meta e4m3: 'e4m3fnuz', expected 'e4m3fn'" "$TMP/out" ||
+        fail "e4m3-mismatch golden not refused: $(cat $TMP/out)"
     PY=""
     for p in python3 /usr/bin/python3; do "$p" -c 'import h5py' 2>/dev/null && { PY=$p; break; }; done
     if [ -n "$PY" ]; then

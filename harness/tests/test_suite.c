@@ -133,6 +133,16 @@ static void test_ci_values(void **state)
     assert_int_equal(mla_suite_load("suites", "fp8", &s), MLA_OK);
     assert_int_equal(mla_suite_find_case(s, "tiny-v3-fp8-fnuz")->e4m3_fnuz, 1);
     assert_int_equal(mla_suite_find_case(s, "tiny-v3-fp8kv")->e4m3_fnuz, 0);
+    assert_true(mla_suite_find_case(s, "tiny-v3-fp8kv")->kv_scale == 1.0); /* the default */
+    mla_suite_free(s);
+
+    /* kv_scale: a case's own, or the [defaults] one */
+    assert_int_equal(mla_suite_parse("[defaults]\nkv_scale = 1.7\n[case a]\nmodel = tiny-v3\nprompts = random:len=9\n"
+                                     "engines = ref\nprofiles = fp8kv\nchecks = golden\nkv_scale = 0.37\n"
+                                     "[case b]\nmodel = tiny-v3\nprompts = random:len=9\nengines = ref\n"
+                                     "profiles = fp8kv\nchecks = golden\n", "kv.suite", &s), MLA_OK);
+    assert_true(s->cases[0].kv_scale == 0.37);
+    assert_true(s->cases[1].kv_scale == 1.7);
     mla_suite_free(s);
 
     /* Faults map onto the contract's bits. */
@@ -210,6 +220,10 @@ static void test_error_messages(void **state)
     expect_error(GOOD_CASE "faults = lse-bf16, lse-bf16\n", "fault 'lse-bf16' listed twice", 0);
     expect_error(GOOD_CASE "e4m3 = fnz\n", "unknown e4m3 variant 'fnz'", 0);
     expect_error(GOOD_CASE "seed = -1\n", "'seed' = '-1'", 0);
+    expect_error(GOOD_CASE "kv_scale = 0\n", "'kv_scale' = '0'; expected a number in [1e-6, 1e6]", 0);
+    expect_error(GOOD_CASE "kv_scale = -0.5\n", "'kv_scale' = '-0.5'", 0);
+    expect_error(GOOD_CASE "kv_scale = nan\n", "'kv_scale' = 'nan'", 0);
+    expect_error(GOOD_CASE "kv_scale = 0.37x\n", "'kv_scale' = '0.37x'", 0);
     expect_error("[case a]\nmodel = m\nprompts = random:len=8 ; \nengines = ref\nprofiles = fp64\nchecks = golden\n",
                  "suites/ci.suite:3: 'prompts' has an empty item", 0);
     expect_error("[case a]\nmodel = m\nprompts = random:seed=3\n", "random prompt without len", 0);

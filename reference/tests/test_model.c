@@ -118,11 +118,11 @@ static void test_builtin_list(void **state)
 {
     (void)state;
     const char *const *names = mla_builtin_models();
-    const char *want[] = { "tiny-v2-lite", "tiny-v3", "v3-layer" };
+    const char *want[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer" };
     int n = 0;
     while (names[n]) n++;
-    assert_int_equal(n, 3);
-    for (int i = 0; i < 3; i++) assert_string_equal(names[i], want[i]);
+    assert_int_equal(n, 5);
+    for (int i = 0; i < 5; i++) assert_string_equal(names[i], want[i]);
     mla_model *m = NULL;
     assert_int_equal(mla_model_open("tiny-v9", &m), MLA_ERR_NOT_FOUND);
     assert_null(m);
@@ -187,6 +187,51 @@ static void test_builtin_tiny(void **state)
      * dense MLP 3; MoE: gate (+bias) + 3 per expert + 3 shared */
     check_builtin("tiny-v3", 3 + (9 + 3) + 2 * (9 + 2 + 16 * 3 + 3));
     check_builtin("tiny-v2-lite", 3 + (7 + 3) + 2 * (7 + 1 + 8 * 3 + 3));
+}
+
+static int is_pow2(int x) { return x > 0 && !(x & (x - 1)); }
+
+/* The asym models exist to expose index mistakes: the dimensions an engine could confuse with one
+ * another must all differ (and the sizes with free choice must not be powers of two), the YaRN
+ * window must be crossed by a 130-token prompt, and v2-lite's cos/sin factor must not be 1. */
+static void check_asym(const char *name)
+{
+    mla_config c;
+    assert_int_equal(mla_config_preset(name, &c), MLA_OK);
+    int H = c.num_attention_heads, P = c.qk_nope_head_dim, R = c.qk_rope_head_dim, V = c.v_head_dim;
+    int dims[] = { P, V, R, c.kv_lora_rank, c.hidden_size, H, H * (P + V), H * (P + R), H * V, P + R,
+                   c.intermediate_size, c.moe_intermediate_size, c.vocab_size, c.q_lora_rank };
+    int nd = (int)(sizeof dims / sizeof dims[0]) - (c.q_lora_rank ? 0 : 1);
+    for (int i = 0; i < nd; i++)
+        for (int j = i + 1; j < nd; j++)
+            if (dims[i] == dims[j]) fail_msg("%s: dimensions %d and %d are both %d", name, i, j, dims[i]);
+    int free_sizes[] = { P, V, R, H, c.hidden_size, c.vocab_size, c.intermediate_size, c.moe_intermediate_size,
+                         c.n_routed_experts, c.num_experts_per_tok, c.n_shared_experts, P + R, P + V };
+    for (size_t i = 0; i < sizeof free_sizes / sizeof free_sizes[0]; i++)
+        if (is_pow2(free_sizes[i])) fail_msg("%s: size %zu is a power of two (%d)", name, i, free_sizes[i]);
+    int counts[] = { c.n_routed_experts, c.num_experts_per_tok, c.n_shared_experts, c.n_group, c.topk_group };
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (counts[i] == counts[j] && counts[i] > 1) fail_msg("%s: expert counts %d and %d equal", name, i, j);
+    assert_int_equal(c.kv_lora_rank % 128, 0); /* fp8_ds_mla tiles */
+    assert_true(c.kv_lora_rank % 256 != 0);
+    assert_true(c.has_yarn && c.rope_original_max_pos < 130);
+    assert_true(c.max_position_embeddings == (int)(c.rope_factor * c.rope_original_max_pos));
+}
+
+static void test_builtin_asym(void **state)
+{
+    (void)state;
+    check_asym("asym-v3");
+    check_asym("asym-v2-lite");
+    check_builtin("asym-v3", 3 + (9 + 3) + 2 * (9 + 2 + 21 * 3 + 3));
+    check_builtin("asym-v2-lite", 3 + (7 + 3) + 2 * (7 + 1 + 13 * 3 + 3));
+    mla_config c;
+    assert_int_equal(mla_config_preset("asym-v2-lite", &c), MLA_OK);
+    assert_true(fabs(mla_config_rope_attn_factor(&c) - 1.0) > 0.05);
+    assert_int_equal(c.q_lora_rank, 0);
+    assert_int_equal(mla_config_preset("asym-v3", &c), MLA_OK);
+    assert_true(c.q_lora_rank > 0 && c.n_group > 1 && c.topk_method == MLA_TOPK_NOAUX_TC);
 }
 
 static void test_builtin_v3_layer(void **state)
@@ -667,6 +712,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_list),
         cmocka_unit_test(test_builtin_tiny),
+        cmocka_unit_test(test_builtin_asym),
         cmocka_unit_test(test_builtin_v3_layer),
         cmocka_unit_test(test_builtin_deterministic),
         cmocka_unit_test(test_write_roundtrip),

@@ -26,6 +26,8 @@ typedef struct mla_dump_meta {
     char *model_config_json;/* owned */
     char weights_hash[24];
     char created[32];       /* ISO-8601 UTC */
+    double kv_scale;        /* fp8kv cache scale of the run; 0 = not recorded (read as 1.0) */
+    char e4m3[16];          /* "e4m3fn" or "e4m3fnuz", the fp8 kind of the run; "" = not recorded (e4m3fn) */
 } mla_dump_meta;
 
 typedef struct mla_dump {

@@ -23,6 +23,9 @@
  *                              MLA_PATH_STAGGERED): arrivals drawn from seed, each sequence's
  *                              chunks (chunk .. chunk+4) and decoded tail from its tokens
  *   seed, block_size, e4m3 (fn|fnuz), description
+ *   kv_scale = 0.37            fp8kv per-tensor cache scale (vLLM k_scale: code = value / scale), 1.0
+ *                              by default; recorded in every dump's /meta with the e4m3 kind, and a
+ *                              golden made under another scale or kind is refused
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
  * MLA_ERR_FORMAT with "origin:line: what (did you mean 'x'?)" in mla_last_error(). */
@@ -140,6 +143,7 @@ typedef struct mla_suite_case {
     int block_size;                  /* paged cache block; 0 = engine default */
     int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
     int schedule;                    /* 0 = lockstep (default), 1 = staggered */
+    double kv_scale;                 /* fp8kv cache scale, > 0; default 1.0 */
 } mla_suite_case;
 
 typedef struct mla_suite {

@@ -170,6 +170,7 @@ void chk_run_opts(const chk_run *r, mla_profile prof, int faults, const chk_grou
     for (int i = 0; i < g->n; i++) mx = g->len[i] > mx ? g->len[i] : mx;
     ro->max_seq_len = mx + 1;
     ro->fp8_kind = r->cs->e4m3_fnuz ? MLA_FP8_FNUZ : MLA_FP8_FN;
+    ro->kv_scale = r->cs->kv_scale > 0 ? r->cs->kv_scale : 1.0;
     ro->faults = faults ? r->o->faults | r->cs->faults : 0; /* injected into candidates only */
     ro->kv_splits = r->kv_splits > 0 ? r->kv_splits : r->o->kv_splits;
     ro->seed = r->cs->seed;
@@ -253,6 +254,8 @@ static mla_status drive(chk_run *r, const char *engine, const mla_run_opts *ro, 
         snprintf(x->meta.profile, sizeof x->meta.profile, "%s", mla_profile_name(ro->profile));
         snprintf(x->meta.model, sizeof x->meta.model, "%s", r->cs->model);
         x->meta.seed = r->cs->seed;
+        x->meta.kv_scale = ro->kv_scale;
+        snprintf(x->meta.e4m3, sizeof x->meta.e4m3, "%s", ro->fp8_kind == MLA_FP8_FNUZ ? "e4m3fnuz" : "e4m3fn");
         free(x->meta.model_config_json);
         x->meta.model_config_json = mla_config_to_json(cfg);
         mla_model_weights_hash(r->m, x->meta.weights_hash);

@@ -66,6 +66,13 @@ static mla_status golden_matches(const char *gp, const mla_dump *gd, const mla_d
     if (gd->meta.weights_hash[0] && cand->meta.weights_hash[0] && strcmp(gd->meta.weights_hash, cand->meta.weights_hash))
         return mla_errorf(MLA_ERR_FORMAT, "%s: /meta weights_hash: %s, expected %s (the case's model weights)", gp,
                           gd->meta.weights_hash, cand->meta.weights_hash);
+    /* A golden without these predates them: it was made at kv_scale 1 with e4m3fn, the only choice then. */
+    double gs = gd->meta.kv_scale > 0 ? gd->meta.kv_scale : 1.0, cs = cand->meta.kv_scale > 0 ? cand->meta.kv_scale : 1.0;
+    if (gs != cs)
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta kv_scale: %.17g, expected %.17g (the case's kv_scale)", gp, gs, cs);
+    const char *gk = gd->meta.e4m3[0] ? gd->meta.e4m3 : "e4m3fn", *ck = cand->meta.e4m3[0] ? cand->meta.e4m3 : "e4m3fn";
+    if (strcmp(gk, ck))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: /meta e4m3: '%s', expected '%s' (the case's e4m3)", gp, gk, ck);
     if (gd->n_layers != cand->n_layers)
         return mla_errorf(MLA_ERR_FORMAT, "%s: /meta model_config num_hidden_layers: %d, expected %d", gp, gd->n_layers,
                           cand->n_layers);

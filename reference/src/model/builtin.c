@@ -38,6 +38,39 @@ static const mla_config cfg_tiny_v3 = {
     .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
 };
 
+/* The asym models: every dimension that can differ does, and none is a power of two where the
+ * code allows it, so an index mistake that swaps two of them (the kv_b_proj split [P | V], W_UV vs
+ * W_UK, C vs H*(P+V), heads vs groups, top-k vs shared experts) changes the numbers instead of
+ * hiding. C is 384 because fp8_ds_mla needs a multiple of its 128-wide tile (three tiles here); the
+ * GPU engine needs C <= 512, V <= 256, R even. D, q_lora and the intermediate sizes leave partial
+ * 128x128 fp8w weight blocks. H 6 and 10 leave a partial group of the GPU decode kernel's 8 heads.
+ * The YaRN original window (96, 112) is crossed by the ci prompts; max_position_embeddings is
+ * factor x original, as HF derives the factor from the two. */
+static const mla_config cfg_asym_v3 = {
+    .model_type = "deepseek_v3", .vocab_size = 331, .hidden_size = 160, .num_hidden_layers = 3,
+    .num_attention_heads = 6, .q_lora_rank = 144, .kv_lora_rank = 384, .qk_nope_head_dim = 40,
+    .qk_rope_head_dim = 12, .v_head_dim = 28, .intermediate_size = 288, .moe_intermediate_size = 56,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 21, .n_shared_experts = 3,
+    .num_experts_per_tok = 5, .n_group = 7, .topk_group = 2, .scoring_func = MLA_SCORE_SIGMOID,
+    .topk_method = MLA_TOPK_NOAUX_TC, .norm_topk_prob = 1, .has_e_score_correction_bias = 1,
+    .routed_scaling_factor = 2.5, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 1152, .has_yarn = 1, .rope_factor = 12.0, .rope_original_max_pos = 96,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
+};
+
+/* mscale != mscale_all_dim: the cos/sin attention factor is 1.0607, not 1. */
+static const mla_config cfg_asym_v2_lite = {
+    .model_type = "deepseek_v2", .vocab_size = 277, .hidden_size = 136, .num_hidden_layers = 3,
+    .num_attention_heads = 10, .q_lora_rank = 0, .kv_lora_rank = 384, .qk_nope_head_dim = 24,
+    .qk_rope_head_dim = 14, .v_head_dim = 36, .intermediate_size = 232, .moe_intermediate_size = 44,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 13, .n_shared_experts = 3,
+    .num_experts_per_tok = 5, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SOFTMAX,
+    .topk_method = MLA_TOPK_GREEDY, .norm_topk_prob = 0, .has_e_score_correction_bias = 0,
+    .routed_scaling_factor = 1.0, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 1120, .has_yarn = 1, .rope_factor = 10.0, .rope_original_max_pos = 112,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 0.9, .mscale_all_dim = 0.6, .weight_block_size = 128,
+};
+
 /* DeepSeek-V3's real attention in one dense layer. */
 static const mla_config cfg_v3_layer = {
     .model_type = "deepseek_v3", .vocab_size = 1024, .hidden_size = 7168, .num_hidden_layers = 1,
@@ -97,6 +130,8 @@ static const struct {
 } presets[] = {
     { "tiny-v2-lite", &cfg_tiny_v2_lite, 0x6d6c612d76326c31ull },
     { "tiny-v3", &cfg_tiny_v3, 0x6d6c612d76332d31ull },
+    { "asym-v3", &cfg_asym_v3, 0x6d6c612d61733331ull },
+    { "asym-v2-lite", &cfg_asym_v2_lite, 0x6d6c612d61733231ull },
     { "v3-layer", &cfg_v3_layer, 0x6d6c612d76336c31ull },
     { "deepseek-v3", &cfg_deepseek_v3, 0 },
     { "deepseek-v2-lite", &cfg_deepseek_v2_lite, 0 },
@@ -104,7 +139,7 @@ static const struct {
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
-static const char *const builtin_names[] = { "tiny-v2-lite", "tiny-v3", "v3-layer", NULL };
+static const char *const builtin_names[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer", NULL };
 
 const char *const *mla_builtin_models(void) { return builtin_names; }
 
@@ -116,7 +151,7 @@ mla_status mla_config_preset(const char *name, mla_config *out)
             return MLA_OK;
         }
     return mla_errorf(MLA_ERR_NOT_FOUND,
-                      "config preset %s: expected tiny-v2-lite, tiny-v3, v3-layer, deepseek-v3, "
+                      "config preset %s: expected tiny-v2-lite, tiny-v3, asym-v3, asym-v2-lite, v3-layer, deepseek-v3, "
                       "deepseek-v2-lite or kimi-k2", name ? name : "(null)");
 }
 
