@@ -22,7 +22,9 @@ static void usage(FILE *f)
           "  report   RESULTS_DIR\n"
           "  list\n"
           "  ops      [--engine plugin:lib.so | --export DIR | --judge DIR] [--suite ops-smoke|ops-full]\n"
-          "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n",
+          "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n"
+          "  calibrate [--suite ci]... [--from METRICS.tsv]... [--engine E] [--case NAME] [--k 3]\n"
+          "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n",
           f);
 }
 
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "list")) return cli_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
     fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
