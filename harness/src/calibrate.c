@@ -46,6 +46,8 @@ static int row_is_noise(const mla_rep_row *r)
     const char *w = r->worst ? r->worst : "";
     if (!strcmp(w, "bitwise") || !strcmp(w, "missing") || !strcmp(w, "shape")) return 0;
     if (!strcmp(w, "route_margin")) return isfinite(r->headroom);
+    /* expert ids are not a measurement on a scale (runs before route_margin judged them by count) */
+    if (!strcmp(r->tap, "topk_ids")) return 0;
     return isfinite(r->rel_l2) && r->rel_l2 >= 0;
 }
 

@@ -49,6 +49,7 @@ static void test_table_and_rules(void **state)
         row("determinism", 0, "lse", 0, "bitwise"),           /* not noise: bitwise */
         row("decode-vs-prefill", 1, "attn_core", INFINITY, "missing"), /* not noise: a missing tap */
         row("noise-floor", -1, "noise-floor-k", 1.2, NULL),   /* not noise: a ratio */
+        row("decode-vs-prefill", 1, "topk_ids", 0, "mismatch_frac"), /* not noise: an older run's id count */
     };
     mla_metrics m = {.rows = rows, .n_rows = sizeof rows / sizeof rows[0]};
     mla_rules *rules = NULL;

@@ -8,8 +8,8 @@
  * layers, which inherit earlier roundings) and global taps by name ("embed", "logits"). The metric is
  * rel_l2 (the key rules.tol budgets these checks with); routing rows (topk_ids) record their worst
  * margin / bound ("route_margin", judged by route_noise_k, not limited here). Bitwise checks
- * (determinism, batch-invariance), the noise-floor ratio and rows that failed for a missing tap or a
- * shape are not noise and are skipped. */
+ * (determinism, batch-invariance), the noise-floor ratio, rows that failed for a missing tap or a
+ * shape, and topk_ids rows of older runs (judged by a mismatch count) are not noise and are skipped. */
 #ifndef MLACHECK_CALIBRATE_H
 #define MLACHECK_CALIBRATE_H
 
