@@ -134,12 +134,15 @@ int cli_calibrate(int argc, char **argv)
         default: fprintf(stderr, "mlacheck calibrate: see mlacheck --help\n"); return CLI_EXIT_USAGE;
         }
     }
-    if (optind < argc || !(k > 0) || (!out && n_suites + n_froms == 0)) {
-        fprintf(stderr, "mlacheck calibrate: %s\n", optind < argc ? "unexpected argument" : !(k > 0) ? "--k must be > 0"
-                                                                                          : "nothing to measure");
+    if (optind < argc || !(k > 0)) {
+        fprintf(stderr, "mlacheck calibrate: %s\n", optind < argc ? "unexpected argument" : "--k must be > 0");
         return CLI_EXIT_USAGE;
     }
     if (n_suites + n_froms == 0) suites[n_suites++] = "ci";
+    if (!out && n_suites == 0) {
+        fprintf(stderr, "mlacheck calibrate: --from needs --out (the table is named after a suite otherwise)\n");
+        return CLI_EXIT_USAGE;
+    }
     /* the command itself is the table's source, so another machine can redo it (less the options
      * that change where the runs go or what is printed, not what is measured) */
     char source[512];
