@@ -24,7 +24,9 @@ static void usage(FILE *f)
           "  ops      [--engine plugin:lib.so | --export DIR | --judge DIR] [--suite ops-smoke|ops-full] [--results DIR]\n"
           "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n"
           "  accuracy --model M --text FILE [--bos T] [--window N] [--windows K] [--path decode] [--prefill-len 32]\n"
-          "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n",
+          "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n"
+          "  calibrate [--suite ci]... [--from METRICS.tsv]... [--engine E] [--case NAME] [--k 3]\n"
+          "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n",
           f);
 }
 
@@ -51,6 +53,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "accuracy")) return cli_accuracy(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
     fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;

@@ -55,6 +55,15 @@ typedef struct {
     int partial;         /* 1 while mask is both (bit_one then compares rows, not whole tensors) */
     int lo, hi;
     int ref_layers; /* the reference's layer count: a candidate layer past it is extra, not missing */
+    /* the first divergence by noise (dumpcmp.h): taps seen so far, the largest headroom before the
+     * current tap, the earliest standing-out tap and the first tap over its limit */
+    int idx;
+    double prior_max;
+    int so_idx, so_layer;
+    char so_tap[32];
+    double so_h, so_jump, so_rel_l2;
+    int over_idx;
+    char over_why[320];
 } dcmp_state;
 
 /* Rules see layer taps as "L<layer>/<tap>" and global taps by name, so a rule can budget one layer
@@ -69,15 +78,66 @@ static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const cha
     return mla_rules_match(s->c->rules, key, s->c->profile, s->c->check);
 }
 
-/* The first failure is the first divergence: later ones only count. */
-static void note_fail(mla_dcmp_result *o, int layer, const char *tap, const char *why)
+/* The first failure is the first tap over its limit: later ones only count. */
+static void note_fail(dcmp_state *s, int layer, const char *tap, const char *why)
 {
+    mla_dcmp_result *o = s->out;
     if (o->n_failed == 0) {
-        o->first_layer = layer;
-        snprintf(o->first_tap, sizeof o->first_tap, "%s", tap);
-        snprintf(o->first_why, sizeof o->first_why, "%s", why);
+        o->over_layer = layer;
+        snprintf(o->over_tap, sizeof o->over_tap, "%s", tap);
+        snprintf(s->over_why, sizeof s->over_why, "%s", why);
+        s->over_idx = s->idx;
     }
     o->n_failed++;
+}
+
+/* One tap in computation order, for the standing-out rule (dumpcmp.h): the earliest tap whose headroom
+ * is >= MLA_DCMP_STANDOUT_MIN and >= MLA_DCMP_STANDOUT_JUMP x every headroom before it. Routing taps
+ * are judged by margin, not by a limit, and take no part. */
+static void note_noise(dcmp_state *s, int layer, const char *tap, double headroom, double rel_l2, int routing)
+{
+    s->idx++;
+    if (routing || isnan(headroom)) return;
+    if (s->so_idx == 0 && headroom >= MLA_DCMP_STANDOUT_MIN && headroom >= MLA_DCMP_STANDOUT_JUMP * s->prior_max) {
+        s->so_idx = s->idx;
+        s->so_layer = layer;
+        snprintf(s->so_tap, sizeof s->so_tap, "%s", tap);
+        s->so_h = headroom;
+        s->so_jump = s->prior_max > 0 ? headroom / s->prior_max : INFINITY;
+        s->so_rel_l2 = rel_l2;
+    }
+    if (headroom > s->prior_max) s->prior_max = headroom;
+}
+
+/* Names the first divergence once every tap is seen: the earliest standing-out tap at or before the
+ * first tap over its limit, else that tap (dumpcmp.h). */
+static void name_first(dcmp_state *s)
+{
+    mla_dcmp_result *o = s->out;
+    if (o->n_failed == 0) return;
+    int so = s->so_idx && s->so_idx <= s->over_idx;
+    o->first_stands_out = so;
+    o->first_jump = so ? s->so_jump : NAN;
+    if (!so || s->so_idx == s->over_idx) {
+        o->first_layer = o->over_layer;
+        snprintf(o->first_tap, sizeof o->first_tap, "%s", o->over_tap);
+        snprintf(o->first_why, sizeof o->first_why, "%s", s->over_why);
+        return;
+    }
+    o->first_layer = s->so_layer;
+    snprintf(o->first_tap, sizeof o->first_tap, "%s", s->so_tap);
+    char over[64];
+    if (o->over_layer >= 0) snprintf(over, sizeof over, "layer %d tap %s", o->over_layer, o->over_tap);
+    else snprintf(over, sizeof over, "tap %s", o->over_tap);
+    size_t n = (size_t)snprintf(o->first_why, sizeof o->first_why,
+                                "stands out from its noise: rel_l2 %.3e at %.2fx its limit, %.3gx the largest "
+                                "headroom before it; first over its limit: %s: ",
+                                s->so_rel_l2, s->so_h, s->so_jump, over);
+    if (n + 1 < sizeof o->first_why) { /* the over-limit reason as far as it fits */
+        size_t m = strnlen(s->over_why, sizeof o->first_why - n - 1);
+        memcpy(o->first_why + n, s->over_why, m);
+        o->first_why[n + m] = '\0';
+    }
 }
 
 static void note_worst(mla_dcmp_result *o, int layer, const char *tap, double headroom, int first)
@@ -91,12 +151,13 @@ static void note_worst(mla_dcmp_result *o, int layer, const char *tap, double he
     }
 }
 
-static void note_result(dcmp_state *s, int layer, const char *tap, int pass, double headroom, const char *why)
+static void note_result(dcmp_state *s, int layer, const char *tap, const mla_cmp_result *r, int routing)
 {
     mla_dcmp_result *o = s->out;
     o->n_compared++;
-    note_worst(o, layer, tap, headroom, o->n_compared == 1);
-    if (!pass) note_fail(o, layer, tap, why);
+    note_worst(o, layer, tap, r->headroom, o->n_compared == 1);
+    note_noise(s, layer, tap, r->headroom, r->rel_l2, routing);
+    if (!r->pass) note_fail(s, layer, tap, r->why);
 }
 
 /* kl: the logits' mean KL, or NULL when none was computed. */
@@ -170,7 +231,7 @@ static mla_status cmp_routing(dcmp_state *s, int layer, const mla_dump *a, const
     mla_cmp_result r = {.n = rr.n_tokens, .headroom = rr.worst_ratio, .pass = rr.pass};
     snprintf(r.why, sizeof r.why, "%s", why);
     if ((st = add_row(s, layer, "topk_ids", &r, "route_margin", NULL))) goto done;
-    note_result(s, layer, "topk_ids", rr.pass, r.headroom, r.why);
+    note_result(s, layer, "topk_ids", &r, 1);
     s->out->flipped_tokens += rr.n_flipped_tokens;
     /* mask the flipped tokens from here on: their expert outputs legitimately differ */
     if (rr.n_flipped_tokens) {
@@ -204,7 +265,7 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                  mla_tensor_shape_str(tb, sb, sizeof sb));
         mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
         snprintf(r.why, sizeof r.why, "%s", why);
-        note_result(s, layer, name, 0, INFINITY, why);
+        note_result(s, layer, name, &r, 0);
         return add_row(s, layer, name, &r, "shape", NULL);
     }
     mla_tensor *xa = NULL, *xb = NULL;
@@ -216,7 +277,7 @@ static mla_status cmp_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
     mla_cmp_result r;
     st = mla_cmp_tensor(xa, xb, &rl->lim, &r);
     if (!st) {
-        note_result(s, layer, name, r.pass, r.headroom, r.why);
+        note_result(s, layer, name, &r, 0);
         mla_cmp_logits_result lr;
         int has_kl = tap == MLA_TAP_LOGITS && xa->shape[0] > 0 && mla_cmp_logits(xa, xb, &lr) == MLA_OK;
         if (has_kl) s->out->kl_mean = lr.kl_ab_mean;
@@ -242,7 +303,8 @@ static mla_status note_missing(dcmp_state *s, int layer, const char *tap, const 
     mla_cmp_result r = {.pass = 0, .headroom = INFINITY};
     snprintf(r.why, sizeof r.why, "%s", why);
     note_worst(s->out, layer, tap, INFINITY, 0);
-    note_fail(s->out, layer, tap, r.why);
+    note_noise(s, layer, tap, INFINITY, NAN, 0);
+    note_fail(s, layer, tap, r.why);
     return add_row(s, layer, tap, &r, "missing", NULL);
 }
 
@@ -301,7 +363,8 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
                             int routing)
 {
     memset(out, 0, sizeof *out);
-    out->first_layer = -1;
+    out->first_layer = out->over_layer = -1;
+    out->first_jump = NAN;
     out->kl_mean = -1;
     int rows = a->tokens ? (int)a->tokens->shape[0] : 0;
     dcmp_state s = {.c = c, .out = out, .lo = c->row_lo, .hi = c->row_hi > 0 ? c->row_hi : rows,
@@ -373,8 +436,9 @@ static mla_status dcmp_walk(const mla_dcmp_ctx *c, const mla_dump *a, const mla_
         char why[160];
         snprintf(why, sizeof why, "nothing was compared: the dumps hold no tap in common (%d and %d layers)",
                  a->n_layers, b->n_layers);
-        note_fail(out, -1, "none", why);
+        note_fail(&s, -1, "none", why);
     }
+    name_first(&s);
 done:
     free(s.mask);
     free(s.both);
@@ -422,7 +486,7 @@ static mla_status bit_one(dcmp_state *s, int layer, mla_tap tap, const mla_tenso
                      (long long)r.n_mismatch, (long long)r.n, (long long)r.worst_index, r.worst_ref, r.worst_cand);
     }
     r.headroom = r.pass ? 0 : INFINITY;
-    note_result(s, layer, name, r.pass, r.headroom, r.why);
+    note_result(s, layer, name, &r, 0);
     return add_row(s, layer, name, &r, "bitwise", NULL);
 }
 

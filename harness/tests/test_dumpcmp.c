@@ -1,6 +1,7 @@
 /* test_dumpcmp.c: the completeness rule of mla_dcmp (dumpcmp.h): a missing required tap (a layer's
  * out, the logits) fails naming it, first in computation order; a hollow reference fails; 0 taps
- * compared is never a pass; optional taps missing from the candidate are counted, not failed. */
+ * compared is never a pass; optional taps missing from the candidate are counted, not failed. And the
+ * first divergence named by noise: a wrong tap under its limit upstream of one over it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -264,6 +265,93 @@ static void test_partial_rows(void **state)
     mla_dump_free(b);
 }
 
+/* Scales every value of (layer, t) in d by 1 + eps: rel_l2 against the unscaled dump is exactly eps. */
+static void scale(mla_dump *d, int layer, mla_tap t, double eps)
+{
+    mla_tensor *x = *mla_dump_slot(d, layer, t);
+    assert_non_null(x);
+    for (int64_t i = 0; i < mla_tensor_numel(x); i++) {
+        char *p = (char *)x->data + (size_t)i * mla_dtype_size(x->dtype);
+        mla_store_f64(x->dtype, p, mla_load_f64(x->dtype, p) * (1 + eps));
+    }
+}
+
+/* A candidate whose every tap carries benign noise (1e-4, 0.01x its limit), then the given taps of
+ * layer 0 at the given headrooms (x their limits: lse 1e-3, the rest 1e-2). */
+static mla_dcmp_result noisy_compare(const fixture *f, const mla_rules *rules, const mla_tap *taps,
+                                     const double *headroom, int n)
+{
+    mla_dump *a = make_dump(f, 1), *b = make_dump(f, 1);
+    for (int l = 0; l < b->n_layers; l++)
+        for (int t = 0; t < MLA_TAP_COUNT; t++)
+            if (mla_tap_is_layer((mla_tap)t) && *mla_dump_slot(b, l, (mla_tap)t)) scale(b, l, (mla_tap)t, 1e-4);
+    for (int i = 0; i < n; i++) {
+        double lim = taps[i] == MLA_TAP_LSE ? 1e-3 : 1e-2;
+        /* undo the benign noise, then set the tap's own error */
+        scale(b, 0, taps[i], 1 / (1 + 1e-4) - 1);
+        scale(b, 0, taps[i], headroom[i] * lim);
+    }
+    mla_dcmp_ctx c = {.rules = rules, .model = f->m, .check = "golden", .profile = "bf16", .path = "prefill",
+                      .kv_len = -1};
+    mla_dcmp_result r;
+    assert_int_equal(mla_dcmp(&c, a, b, &r), MLA_OK);
+    mla_dump_free(a);
+    mla_dump_free(b);
+    return r;
+}
+
+/* The wrong tap (q_pe at 0.6x its limit, 60x the benign taps before it) comes before the first tap
+ * over its limit (lse at 1.2x): q_pe is the first divergence, and the reason names both. With the
+ * error growing smoothly into the limit (0.4, 0.45, 0.6, 1.1: no step of 2x), nothing stands out and
+ * the first tap over its limit is named. A tap that is itself over its limit and stands out is named
+ * with its own reason only. */
+static void test_first_divergence_by_noise(void **state)
+{
+    fixture *f = *state;
+    mla_rules *rules = NULL;
+    assert_int_equal(mla_rules_parse("L[0-9]+/lse .* .* rel_l2=1e-3\n.* .* .* rel_l2=1e-2\n", "n.tol", &rules), MLA_OK);
+
+    const mla_tap wrong[] = {MLA_TAP_Q_PE, MLA_TAP_LSE};
+    const double h_wrong[] = {0.6, 1.2};
+    mla_dcmp_result r = noisy_compare(f, rules, wrong, h_wrong, 2);
+    assert_int_equal(r.n_failed, 1);
+    assert_int_equal(r.first_layer, 0);
+    assert_string_equal(r.first_tap, "q_pe");
+    assert_int_equal(r.first_stands_out, 1);
+    assert_true(r.first_jump > 50 && r.first_jump < 70);
+    assert_int_equal(r.over_layer, 0);
+    assert_string_equal(r.over_tap, "lse");
+    assert_non_null(strstr(r.first_why, "stands out from its noise: rel_l2 6.000e-03 at 0.60x its limit"));
+    assert_non_null(strstr(r.first_why, "first over its limit: layer 0 tap lse: rel_l2"));
+
+    const mla_tap smooth[] = {MLA_TAP_Q_NOPE, MLA_TAP_Q_PE, MLA_TAP_ATTN_CORE, MLA_TAP_LSE};
+    const double h_smooth[] = {0.4, 0.45, 0.6, 1.1};
+    r = noisy_compare(f, rules, smooth, h_smooth, 4);
+    assert_int_equal(r.n_failed, 1);
+    assert_string_equal(r.first_tap, "lse");
+    assert_string_equal(r.over_tap, "lse");
+    assert_int_equal(r.first_stands_out, 0);
+    assert_null(strstr(r.first_why, "stands out"));
+
+    /* under the minimum (0.4x) nothing stands out however large the jump; lse at 1.5x (3.75x the
+     * largest before it) stands out itself */
+    const mla_tap jump[] = {MLA_TAP_Q_PE, MLA_TAP_LSE};
+    const double h_jump[] = {0.4, 1.5};
+    r = noisy_compare(f, rules, jump, h_jump, 2);
+    assert_string_equal(r.first_tap, "lse");
+    assert_int_equal(r.first_stands_out, 1);
+    assert_null(strstr(r.first_why, "stands out"));
+
+    /* a standing-out tap AFTER the first tap over its limit is not the first divergence */
+    const mla_tap late[] = {MLA_TAP_Q_NOPE, MLA_TAP_Q_PE, MLA_TAP_ATTN_CORE, MLA_TAP_LSE};
+    const double h_late[] = {0.45, 0.8, 1.05, 9};
+    r = noisy_compare(f, rules, late, h_late, 4);
+    assert_int_equal(r.n_failed, 2);
+    assert_string_equal(r.first_tap, "attn_core");
+    assert_int_equal(r.first_stands_out, 0);
+    mla_rules_free(rules);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_missing_layer_and_logits), cmocka_unit_test(test_hollow_reference),
         cmocka_unit_test(test_nothing_compared),  cmocka_unit_test(test_no_internal_taps_noted),
         cmocka_unit_test(test_partial_rows),
+        cmocka_unit_test(test_first_divergence_by_noise),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,11 +43,30 @@ typedef struct mla_dcmp_ctx {
                             * margins; NULL with a biased router: every routing flip is clear */
 } mla_dcmp_ctx;
 
+/* The first divergence, named by noise. Each compared tap i has a headroom h_i = measured / limit (its
+ * rule's, compare.h), which under limits set at k x the measured noise (calibrate.h) is the tap's
+ * error in units of its own noise, divided by k. In computation order, tap i STANDS OUT when
+ *     h_i >= MLA_DCMP_STANDOUT_MIN   and   h_i >= MLA_DCMP_STANDOUT_JUMP x max_{j < i} h_j
+ * (max over every tap compared before it; 0 when none): its error is a sizeable fraction of its limit
+ * and a clear jump over everything upstream, where benign noise grows smoothly. Routing taps
+ * (topk_ids, judged by margin) neither stand out nor raise the max. In a failing comparison the first
+ * divergence is the earliest tap that stands out, when it comes at or before the first tap over its
+ * limit; otherwise (the error grew smoothly into the limit) it is the first tap over its limit. So a
+ * wrong tap at 0.5x its limit upstream of a tap at 1.2x is named, and the report (first_why) names
+ * both. reference/NUMERICS.md "First divergence" says why. */
+#define MLA_DCMP_STANDOUT_MIN 0.5
+#define MLA_DCMP_STANDOUT_JUMP 2.0
+
 typedef struct mla_dcmp_result {
     int n_compared, n_failed;
-    int first_layer;      /* -1 global or none */
+    int first_layer;      /* the first divergence (above): -1 global or none */
     char first_tap[32];   /* "" when everything passed */
-    char first_why[320];
+    char first_why[320];  /* its reason; when it is a standing-out tap under its limit, that and the
+                           * first tap over its limit ("...; first over its limit: layer 1 tap lse: ...") */
+    int first_stands_out; /* 1: the first divergence stood out (the rule above), 0: first over limit */
+    double first_jump;    /* its headroom over the largest before it (INFINITY when none before) */
+    int over_layer;       /* the first tap over its limit (the same as first_* unless a standing-out */
+    char over_tap[32];    /* tap came before it); "" when everything passed */
     double worst_headroom;
     char worst_tap[48];   /* "L1/attn_out" */
     double kl_mean;       /* logits KL(a||b) mean, -1 when logits absent */
