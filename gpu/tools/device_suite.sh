@@ -15,11 +15,7 @@ WHAT=" ${*:-check gpu faults} "
 want() { [[ "$WHAT" == *" $1 "* ]]; }
 D=$PWD/.deps
 export LD_LIBRARY_PATH="$D/lib:$D/hdf5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -f $D/lib/libopenblas.so.0.xz ] && [ ! -f $D/lib/libopenblas.so.0 ]; then
-    xz -dkc $D/lib/libopenblas.so.0.xz >$D/lib/libopenblas.so.0 2>/dev/null ||
-        python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' \
-            $D/lib/libopenblas.so.0.xz $D/lib/libopenblas.so.0
-fi
+bash gpu/tools/unpack_deps.sh "$D" || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 H5=""
 [ -f /usr/include/hdf5.h ] || [ -d /usr/include/hdf5 ] || H5="-DMLA_HDF5_ROOT=$D/hdf5"

@@ -26,7 +26,8 @@ static void usage(FILE *f)
           "  accuracy --model M --text FILE [--bos T] [--window N] [--windows K] [--path decode] [--prefill-len 32]\n"
           "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n"
           "  calibrate [--suite ci]... [--from METRICS.tsv]... [--engine E] [--case NAME] [--k 3]\n"
-          "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n",
+          "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n"
+          "  write-hf --model M --out DIR   (a built-in as a Hugging Face folder: config.json, bf16 safetensors)\n",
           f);
 }
 
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "accuracy")) return cli_accuracy(argc - 1, argv + 1);
     if (!strcmp(cmd, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "write-hf")) return cli_write_hf(argc - 1, argv + 1);
     fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
