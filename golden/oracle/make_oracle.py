@@ -557,7 +557,8 @@ def main():
             try:
                 got = md.verify_dump(h5)
                 ok = all(np.array_equal(got["/layers/%d/%s" % k if k[0] is not None else "/" + k[1]],
-                                        t.numpy().astype(np.int32) if not t.is_floating_point() else t.numpy())
+                                        t.numpy().astype(np.int32) if not t.is_floating_point()
+                                        else t.numpy().astype(args.store_dtype))  # as stored
                          for k, t in taps.items())
                 ok = ok and np.array_equal(got["/tokens"], np.asarray(tokens, dtype=np.int32))
                 check(ok, "%s: re-read, crc32s match, %d datasets equal the recorded taps (%d bytes)"

@@ -58,9 +58,10 @@ static const mla_config cfg_asym_v3 = {
     .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
 };
 
-/* mscale != mscale_all_dim: the cos/sin attention factor is 1.0607, not 1. */
+/* mscale != mscale_all_dim: the cos/sin attention factor is 1.0607, not 1. hidden_size a multiple of
+ * num_attention_heads: transformers' DeepseekV2Config refuses any other (the HF oracle runs it). */
 static const mla_config cfg_asym_v2_lite = {
-    .model_type = "deepseek_v2", .vocab_size = 277, .hidden_size = 136, .num_hidden_layers = 3,
+    .model_type = "deepseek_v2", .vocab_size = 277, .hidden_size = 140, .num_hidden_layers = 3,
     .num_attention_heads = 10, .q_lora_rank = 0, .kv_lora_rank = 384, .qk_nope_head_dim = 24,
     .qk_rope_head_dim = 14, .v_head_dim = 36, .intermediate_size = 232, .moe_intermediate_size = 44,
     .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 13, .n_shared_experts = 3,
