@@ -25,6 +25,7 @@ set -u
 table() {
     awk -F'\t' -v suite="$2" -v secs="$3" '
 NR == 1 { next }
+$5 != "ok" { broken++; brows = brows sprintf("| %s | %s | %s | %s |\n", $1, $2, $3, $5); next }
 {
     n++; cls[$3]++
     k = ($11 != "missed" && $11 != "-"); kill += k; kc[$3] += k
@@ -38,6 +39,7 @@ END {
     print "| id | mutant | class | effect (max rel_l2) | rel_l2 at true first tap | expected tap | true first tap | caught by | named first tap | right tap? | ops-smoke |"
     print "|---|---|---|---|---|---|---|---|---|---|---|"
     printf "%s\n", rows
+    if (broken) printf "Not measured (a failure of the run): %d\n\n| id | mutant | class | status |\n|---|---|---|---|\n%s\n", broken, brows
     printf "Kill rate: %d of %d (%.0f%%)", kill, n, n ? 100 * kill / n : 0
     if (nb) printf "; with effect >= 1e-3: %d of %d caught, %d of them at the right first tap", kb, nb, rb
     printf ".\n\n| class | caught | of |\n|---|---|---|\n"
