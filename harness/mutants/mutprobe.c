@@ -23,6 +23,7 @@
  * above rounding of the metric itself is the mutant. */
 #define MUT_DIVERGE 1e-12
 #define MUT_MAX_SEQS 4
+#define MUT_MAX_TOKENS 1100 /* new tokens of one call */
 
 /* One forward call of a schedule: mqa (absorbed) or mha, and the new tokens per sequence (0: the
  * sequence is not in this call). */
@@ -172,7 +173,7 @@ static int run_probe(const mut_probe *p, const char *ea, const char *eb, mut_res
         return 0;
     }
     int32_t past[MUT_MAX_SEQS] = {0}, ids[MUT_MAX_SEQS], np[MUT_MAX_SEQS], nn[MUT_MAX_SEQS];
-    int32_t tokens[1100];
+    int32_t tokens[MUT_MAX_TOKENS];
     unsigned rng = 12345u;
     int ncalls = p->n_calls + p->decode_steps;
     for (int c = 0; c < ncalls && !rc; c++) {
@@ -184,12 +185,19 @@ static int run_probe(const mut_probe *p, const char *ea, const char *eb, mut_res
         for (int s = 0; s < p->n_seqs; s++) {
             if (!k.n_new[s]) continue;
             ids[ns] = s, np[ns] = past[s], nn[ns] = k.n_new[s];
-            for (int i = 0; i < k.n_new[s] && T < 1100; i++) {
+            if (T + k.n_new[s] > MUT_MAX_TOKENS) {
+                mla_errorf(MLA_ERR_INVALID, "probe %s call %d: %d new tokens: at most %d", p->name, c,
+                           T + k.n_new[s], MUT_MAX_TOKENS);
+                rc = 2;
+                break;
+            }
+            for (int i = 0; i < k.n_new[s]; i++) {
                 rng = rng * 1103515245u + 12345u;
                 tokens[T++] = (int32_t)((rng >> 8) % (unsigned)cf->vocab_size);
             }
             ns++;
         }
+        if (rc) break;
         mla_batch bt = {.n_seqs = ns, .seq_ids = ids, .n_past = np, .n_new = nn, .tokens = tokens};
         if (run_call(&a, &bt, k.absorbed)) {
             fprintf(stderr, "mutprobe: %s call %d: clean engine: %s\n", p->name, c, mla_last_error());
