@@ -75,7 +75,8 @@ static const mla_rule_limits *rule_for(const dcmp_state *s, int layer, const cha
         snprintf(key, sizeof key, "L%d/%s", layer, tap);
     else
         snprintf(key, sizeof key, "%s", tap);
-    return mla_rules_match(s->c->rules, key, s->c->profile, s->c->check);
+    return mla_rules_match_model(s->c->rules, key, s->c->profile, s->c->check,
+                                 s->c->model ? mla_model_source(s->c->model) : NULL);
 }
 
 /* The first failure is the first tap over its limit: later ones only count. */

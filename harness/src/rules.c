@@ -12,6 +12,8 @@
 
 typedef struct {
     regex_t re[3]; /* tap, profile, check */
+    regex_t model; /* the model=REGEX matcher, when has_model */
+    int has_model;
     mla_rule_limits rl;
 } rule;
 
@@ -42,8 +44,10 @@ static double *limit_field(mla_cmp_limits *l, int k)
 void mla_rules_free(mla_rules *r)
 {
     if (!r) return;
-    for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n; i++) {
         for (int j = 0; j < 3; j++) regfree(&r->v[i].re[j]);
+        if (r->v[i].has_model) regfree(&r->v[i].model);
+    }
     free(r->v);
     free(r->origin);
     free(r);
@@ -51,6 +55,18 @@ void mla_rules_free(mla_rules *r)
 
 int mla_rules_count(const mla_rules *r) { return r ? r->n : 0; }
 const char *mla_rules_origin(const mla_rules *r) { return r ? r->origin : ""; }
+
+/* regcomp of "^(src)$"; 0 or the regcomp code. */
+static int anchored(regex_t *re, const char *src)
+{
+    size_t len = strlen(src) + 5;
+    char *anch = malloc(len);
+    if (!anch) return REG_ESPACE;
+    snprintf(anch, len, "^(%s)$", src);
+    int rc = regcomp(re, anch, REG_EXTENDED | REG_NOSUB);
+    free(anch);
+    return rc;
+}
 
 /* One line (comment already stripped, non-empty) into *out. */
 static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
@@ -72,11 +88,18 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
     out->rl.line = line;
     unsigned seen = 0;
     int have_dtype = 0;
+    const char *model_src = NULL;
     for (int i = 3; i < n; i++) {
         char *eq = strchr(tok[i], '=');
         if (!eq) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: '%s'; expected key=value", origin, line, tok[i]);
         *eq = '\0';
         const char *key = tok[i], *val = eq + 1;
+        if (strcmp(key, "model") == 0) { /* a matcher, not a limit: compiled after the three regexes */
+            if (model_src) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: key 'model' given twice", origin, line);
+            if (!*val) return mla_errorf(MLA_ERR_FORMAT, "%s:%d: model = ''; expected a model-name regex", origin, line);
+            model_src = val;
+            continue;
+        }
         int k = -1;
         for (int j = 0; j < N_LIMIT_KEYS; j++)
             if (strcmp(limit_keys[j], key) == 0) k = j;
@@ -110,18 +133,23 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
     if (out->rl.lim.ulp_p99 > 0 && !have_dtype)
         return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_p99 needs ulp_dtype (the type the ULPs count in)", origin, line);
     for (int j = 0; j < 3; j++) {
-        size_t len = strlen(tok[j]) + 5;
-        char *anch = malloc(len);
-        if (!anch) return MLA_ERR_NOMEM;
-        snprintf(anch, len, "^(%s)$", tok[j]);
-        int rc = regcomp(&out->re[j], anch, REG_EXTENDED | REG_NOSUB);
-        free(anch);
+        int rc = anchored(&out->re[j], tok[j]);
         if (rc != 0) {
             char msg[128];
             regerror(rc, &out->re[j], msg, sizeof msg);
             for (int k = 0; k < j; k++) regfree(&out->re[k]);
             return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s regex '%s': %s", origin, line, what[j], tok[j], msg);
         }
+    }
+    if (model_src) {
+        int rc = anchored(&out->model, model_src);
+        if (rc != 0) {
+            char msg[128];
+            regerror(rc, &out->model, msg, sizeof msg);
+            for (int k = 0; k < 3; k++) regfree(&out->re[k]);
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: model regex '%s': %s", origin, line, model_src, msg);
+        }
+        out->has_model = 1;
     }
     return MLA_OK;
 }
@@ -186,14 +214,23 @@ mla_status mla_rules_load(const char *path, mla_rules **out)
     return st;
 }
 
-const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, const char *profile, const char *check)
+const mla_rule_limits *mla_rules_match_model(const mla_rules *r, const char *tap, const char *profile,
+                                             const char *check, const char *model)
 {
     if (!r || !tap || !profile || !check) return NULL;
     const char *names[3] = {tap, profile, check};
+    const char *base = model ? strrchr(model, '/') : NULL;
+    base = base ? base + 1 : model;
     for (int i = 0; i < r->n; i++) {
+        if (r->v[i].has_model && (!base || regexec(&r->v[i].model, base, 0, NULL, 0) != 0)) continue;
         int j = 0;
         while (j < 3 && regexec(&r->v[i].re[j], names[j], 0, NULL, 0) == 0) j++;
         if (j == 3) return &r->v[i].rl;
     }
     return NULL;
+}
+
+const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, const char *profile, const char *check)
+{
+    return mla_rules_match_model(r, tap, profile, check, NULL);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---------- prompts and golden names ---------- */
 
@@ -114,6 +115,21 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
     *tokens = t;
     *n = k;
     return MLA_OK;
+}
+
+/* A case's model: a built-in name, or an HF folder relative to the repository root (the suite
+ * folder's parent, so a suite runs from any working folder), else to the working folder. The case
+ * keeps the name as written: dumps and goldens record it. */
+static mla_status open_case_model(const char *model, const char *suite_origin, mla_model **m)
+{
+    const char *slash = strrchr(suite_origin, '/');
+    char path[2048];
+    struct stat sb;
+    if (strchr(model, '/') && model[0] != '/' && slash &&
+        snprintf(path, sizeof path, "%.*s/../%s", (int)(slash - suite_origin), suite_origin, model) < (int)sizeof path &&
+        stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return mla_model_open(path, m);
+    return mla_model_open(model, m);
 }
 
 void mla_runner_golden_path(const char *golden_dir, const char *model, const char *profile,
@@ -257,7 +273,7 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
         if (o->only_case && strcmp(o->only_case, cs->name)) continue;
         r.cs = cs;
         mla_model *m = NULL;
-        mla_status st = mla_model_open(cs->model, &m);
+        mla_status st = open_case_model(cs->model, s->origin, &m);
         if (st) {
             r.profile = "-";
             chk_verdict_error(&r, "model", "-", st);

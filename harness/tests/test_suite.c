@@ -494,6 +494,20 @@ static void test_rules_order_and_errors(void **state)
     assert_null(mla_rules_match(r, "attn_norm", "bf16", "golden"));
     assert_null(mla_rules_match(r, "xattn", "bf16", "golden"));
     assert_null(mla_rules_match(r, "attn_core", "xfp64", "golden"));
+    mla_rules_free(r);
+    /* model= is a matcher: its line applies to that model (an HF folder by its last component) only */
+    assert_int_equal(mla_rules_parse("out bf16 .* rel_l2=0.05 model=trained-.*\nout .* .* rel_l2=0.2\n", "m.tol", &r), MLA_OK);
+    assert_true(mla_rules_match_model(r, "out", "bf16", "c", "golden/trained/trained-v3")->lim.rel_l2 == 0.05);
+    assert_true(mla_rules_match_model(r, "out", "bf16", "c", "tiny-v3")->lim.rel_l2 == 0.2);
+    assert_true(mla_rules_match(r, "out", "bf16", "c")->lim.rel_l2 == 0.2);
+    assert_true(mla_rules_match_model(r, "out", "bf16", "c", "xtrained-v3")->lim.rel_l2 == 0.2); /* anchored */
+    mla_rules_free(r);
+    r = NULL;
+    assert_int_equal(mla_rules_parse(".* .* .* rel_l2=1 model=a model=b\n", "m.tol", &r), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "key 'model' given twice"));
+    assert_int_equal(mla_rules_parse(".* .* .* rel_l2=1 model=(\n", "m.tol", &r), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "model regex '('"));
+    assert_int_equal(mla_rules_parse(text, "r.tol", &r), MLA_OK);
     assert_null(mla_rules_match(NULL, "a", "b", "c"));
     mla_rules_free(r);
 

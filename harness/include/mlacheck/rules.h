@@ -8,7 +8,10 @@
  * The FIRST matching line wins, so specific lines go before general ones and a catch-all goes last.
  * Keys are the fields of compare.h's mla_cmp_limits (MLA_CMP_LIMIT_LIST, and ulp_dtype), documented
  * there: a is the reference, b the candidate, and relative measures divide by the reference. A limit
- * <= 0 means "not checked"; ulp_dtype is a dtype name (bf16, e4m3fn, ...) and is required with ulp_p99. */
+ * <= 0 means "not checked"; ulp_dtype is a dtype name (bf16, e4m3fn, ...) and is required with ulp_p99.
+ * model=REGEX is a fourth matcher, not a limit: the line applies only to comparisons on a model whose
+ * name (a built-in, or an HF folder's last component) matches, e.g. model=trained-.* for the trained
+ * family, whose low-precision noise is several fold below the random models'. */
 #ifndef MLACHECK_RULES_H
 #define MLACHECK_RULES_H
 
@@ -36,6 +39,9 @@ void mla_rules_free(mla_rules *r);
 /* The limits of the first rule matching all three names; NULL when none matches (the caller treats
  * that as an error: every compared tensor must be budgeted). Valid while r lives. */
 const mla_rule_limits *mla_rules_match(const mla_rules *r, const char *tap, const char *profile, const char *check);
+/* The same for a comparison on model (NULL: lines with a model= matcher never match). */
+const mla_rule_limits *mla_rules_match_model(const mla_rules *r, const char *tap, const char *profile,
+                                             const char *check, const char *model);
 int mla_rules_count(const mla_rules *r);
 const char *mla_rules_origin(const mla_rules *r);
 

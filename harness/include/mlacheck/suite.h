@@ -4,7 +4,8 @@
  *   [defaults]                 keys here apply to every case that follows, unless the case sets them
  *   description = ...
  *   [case tiny-v3-decode]      one block per case; names are unique in a file
- *   model    = tiny-v3         built-in name or HF folder                         (required)
+ *   model    = tiny-v3         built-in name or HF folder (relative to the suite folder's parent,
+ *                              the repository root, else to the working folder)     (required)
  *   prompts  = random:len=37,seed=1 ; tokens:3,1,4,1,5 ; file:p.txt             (required)
  *              text:PATH,offset=O,len=N[,bos=T]: N bytes of a text file as tokens (byte-level
  *              models), after token T when given; PATH relative to the suite like file:
