@@ -701,6 +701,77 @@ static mla_status write_all(const char *path, hid_t f, const mla_dump *d, const 
     return st;
 }
 
+/* Creates, writes and seals tmp. */
+static mla_status write_file(const char *path, const char *tmp, hsize_t ub, const mla_dump *d,
+                             const char *json)
+{
+    h5_quiet q;
+    quiet_on(&q);
+    char e[200];
+    mla_status st;
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), f = H5IO_BAD;
+    if (fcpl >= 0 && H5Pset_userblock(fcpl, ub) >= 0)
+        f = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    if (f < 0) {
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot create %s: %s", path, tmp, h5_detail(e, sizeof e));
+    } else {
+        st = write_all(path, f, d, json);
+        if (H5Fclose(f) < 0 && !st)
+            st = mla_errorf(MLA_ERR_IO, "%s: closing %s failed: %s", path, tmp,
+                            h5_detail(e, sizeof e));
+        if (!st) st = seal_file(path, tmp);
+    }
+    close_id(&fcpl, H5Pclose);
+    quiet_off(&q);
+    return st;
+}
+
+/* write_file in a child process. After a failed write (a full disk) libhdf5 keeps the file it could
+ * not flush in its tables, and its exit handler then crashes the process (dump and golden segfaulted
+ * at exit); in a child that state dies with the child. Status and message come back through a pipe. */
+static mla_status write_in_child(const char *path, const char *tmp, hsize_t ub, const mla_dump *d,
+                                 const char *json)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot make a pipe for the writer: %s", path, strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return mla_errorf(MLA_ERR_IO, "%s: cannot fork the writer: %s", path, strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+        signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error, like a full disk */
+        mla_status cst = write_file(path, tmp, ub, d, json);
+        char msg[1024];
+        int k = snprintf(msg, sizeof msg, "%d %s", (int)cst, cst ? mla_last_error() : "");
+        if (k > 0) (void)!write(fd[1], msg, (size_t)(k < (int)sizeof msg ? k : (int)sizeof msg - 1));
+        close(fd[1]);
+        _exit(0);
+    }
+    close(fd[1]);
+    char msg[1024];
+    ssize_t got = 0;
+    for (ssize_t k; got < (ssize_t)sizeof msg - 1 && ((k = read(fd[0], msg + got, sizeof msg - 1 - (size_t)got)) > 0 ||
+                                                      (k < 0 && errno == EINTR));)
+        if (k > 0) got += k;
+    close(fd[0]);
+    msg[got] = '\0';
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int cst = 0, off = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && got > 0 && sscanf(msg, "%d %n", &cst, &off) >= 1)
+        return cst ? mla_errorf((mla_status)cst, "%s", msg + off) : MLA_OK;
+    return mla_errorf(MLA_ERR_IO, "%s: the HDF5 writer process %s %d", path,
+                      WIFSIGNALED(status) ? "died of signal" : "exited", WIFSIGNALED(status) ? WTERMSIG(status)
+                                                                                           : WEXITSTATUS(status));
+}
+
 mla_status mla_h5_write(const char *path, const mla_dump *d)
 {
     if (!path || !d) return mla_errorf(MLA_ERR_INVALID, "mla_h5_write: path or dump is NULL");
@@ -721,30 +792,13 @@ mla_status mla_h5_write(const char *path, const mla_dump *d)
     for (size_t i = 0; i < (size_t)d->n_layers * MLA_TAP_COUNT; i++) nds += d->layer[i] != NULL;
     hsize_t ub = 512;
     while (ub < 256 + SEAL_LINE * (nds + 64)) ub *= 2;
-    h5_quiet q;
-    quiet_on(&q);
-    char e[200];
-    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), f = H5IO_BAD;
-    if (fcpl >= 0 && H5Pset_userblock(fcpl, ub) >= 0)
-        f = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-    if (f < 0) {
-        st = mla_errorf(MLA_ERR_IO, "%s: cannot create %s: %s", path, tmp, h5_detail(e, sizeof e));
-    } else {
-        st = write_all(path, f, d, json);
-        if (H5Fclose(f) < 0 && !st)
-            st = mla_errorf(MLA_ERR_IO, "%s: closing %s failed: %s", path, tmp,
-                            h5_detail(e, sizeof e));
-        if (!st) st = seal_file(path, tmp);
-        if (st)
-            remove(tmp);
-        else if (rename(tmp, path) != 0) {
-            st = mla_errorf(MLA_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp,
-                            strerror(errno));
-            remove(tmp);
-        }
+    st = write_in_child(path, tmp, ub, d, json);
+    if (st)
+        remove(tmp);
+    else if (rename(tmp, path) != 0) {
+        st = mla_errorf(MLA_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
+        remove(tmp);
     }
-    close_id(&fcpl, H5Pclose);
-    quiet_off(&q);
     free(tmp);
     free(json);
     return st;

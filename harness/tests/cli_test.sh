@@ -123,6 +123,14 @@ bad-input)
     badcfg gelu "d['hidden_act']='gelu'" "field hidden_act: expected \"silu\""
     badcfg half-split "d['rope_interleave']=False" "interleaved GPT-J rope pairing"
     badcfg huge "d['num_hidden_layers']=1000000" "parameters in .* expected at most"
+    # a failed write (a full disk, here a 16 KiB file size limit) is exit 2 with the file named, not a
+    # segfault at exit, and leaves neither the file nor its temporary behind
+    mkdir -p "$TMP/full"
+    (trap '' XFSZ; ulimit -f 16; exec "$MLA" dump --model tiny-v3 --random 100 --out "$TMP/full/x.h5") >"$TMP/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] || { cat "$TMP/out"; fail "failed write exited $rc, expected 2"; }
+    grep -q "full/x.h5: cannot write" "$TMP/out" || fail "failed write not explained: $(cat $TMP/out)"
+    [ -z "$(ls -A "$TMP/full")" ] || fail "failed write left $(ls "$TMP/full")"
     # weights: NaN / Inf named with the tensor and the first index, F8_E5M2 refused
     badst() { # badst NAME PYTHON-EDIT(h: header dict, b: bytearray of the data) "expected text"
         rm -rf "$TMP/$1" && cp -r golden/oracle/tiny-v3-hf "$TMP/$1" && rm -f "$TMP/$1"/*.h5
