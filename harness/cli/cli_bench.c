@@ -38,11 +38,11 @@ int cli_bench(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "m:n:p:e:d:r:", lo, NULL)) != -1) {
         switch (c) {
         case 'm': model = optarg; break;
-        case 'n': ntok = atoi(optarg); break;
+        case 'n': if (cli_parse_int("bench", "--tokens", optarg, 1, 1 << 20, &ntok)) return CLI_EXIT_USAGE; break;
         case 'p': profile = optarg; break;
         case 'e': engine = optarg; break;
-        case 'd': ndec = atoi(optarg); break;
-        case 'r': repeat = atoi(optarg); break;
+        case 'd': if (cli_parse_int("bench", "--decode", optarg, 0, 1 << 20, &ndec)) return CLI_EXIT_USAGE; break;
+        case 'r': if (cli_parse_int("bench", "--repeat", optarg, 1, 100, &repeat)) return CLI_EXIT_USAGE; break;
         default: return CLI_EXIT_USAGE;
         }
     }

@@ -111,7 +111,10 @@ int cli_run(int argc, char **argv)
             break;
         case 'r': results = optarg; break;
         case 'g': golden = optarg; break;
-        case 'k': ro.kv_splits = atoi(optarg); break;
+        case 'k': /* 0 = the engine's own split count */
+            if (cli_parse_int("run", "--kv-splits", optarg, 0, 1 << 16, &ro.kv_splits))
+                return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
+            break;
         case 'b': git_bisect = 1; break;
         case 'q': quiet = 1; break;
         default: fprintf(stderr, "mlacheck run: see mlacheck --help\n"); return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
@@ -238,8 +241,8 @@ int cli_sweep(int argc, char **argv)
         case 'm': model = optarg; break;
         case 'p': profile = optarg; break;
         case 'e': engine = optarg; break;
-        case 'n': max_len = atoi(optarg); break;
-        case 't': step = atoi(optarg); break;
+        case 'n': if (cli_parse_int("sweep", "--max-len", optarg, 2, 1 << 20, &max_len)) return CLI_EXIT_USAGE; break;
+        case 't': if (cli_parse_int("sweep", "--step", optarg, 1, 1 << 20, &step)) return CLI_EXIT_USAGE; break;
         case 'i':
             if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
             break;

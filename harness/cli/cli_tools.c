@@ -7,6 +7,7 @@
 #include "mlacheck/runner.h"
 
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +20,23 @@ static int parse_tokens(const char *s, int32_t **out, int *n)
     const char *p = s;
     while (t && *p) {
         char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 0x7fffffff) {
+        errno = 0;
+        long v = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1; /* no sign, no blank */
+        if (v < 0 || errno || v > 0x7fffffff) {
             free(t);
             return -1;
         }
         if (k == cap) {
             int32_t *nt = realloc(t, (size_t)(cap *= 2) * sizeof *t);
-            if (!nt) break;
+            if (!nt) { /* a partial list would silently drop tokens */
+                free(t);
+                return -1;
+            }
             t = nt;
         }
         t[k++] = (int32_t)v;
         p = end;
-        if (*p == ',') p++;
+        if (*p == ',' && p[1]) p++; /* "1,2," or "1,,2": an empty item is refused, not skipped */
         else if (*p) {
             free(t);
             return -1;
@@ -61,16 +66,16 @@ int cli_dump(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "m:t:p:n:c:f:e:o:i:b:T:R:", lo, NULL)) != -1) {
         switch (c) {
         case 'T': tokens_from = optarg; break;
-        case 'R': random_n = atoi(optarg); break;
+        case 'R': if (cli_parse_int("dump", "--random", optarg, 1, 1 << 24, &random_n)) return CLI_EXIT_USAGE; break;
         case 'm': model = optarg; break;
         case 't': tokens = optarg; break;
         case 'p': path = optarg; break;
-        case 'n': prefill_len = atoi(optarg); break;
-        case 'c': chunk = atoi(optarg); break;
+        case 'n': if (cli_parse_int("dump", "--prefill-len", optarg, 0, 0x7fffffff, &prefill_len)) return CLI_EXIT_USAGE; break;
+        case 'c': if (cli_parse_int("dump", "--chunk", optarg, 1, 1 << 20, &chunk)) return CLI_EXIT_USAGE; break;
         case 'f': profile = optarg; break;
         case 'e': engine = optarg; break;
         case 'o': out = optarg; break;
-        case 'b': block = atoi(optarg); break;
+        case 'b': if (cli_parse_int("dump", "--block-size", optarg, 1, 1 << 20, &block)) return CLI_EXIT_USAGE; break;
         case 'i':
             if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
             break;
@@ -115,7 +120,19 @@ int cli_dump(int argc, char **argv)
         n = random_n;
         tokens = "random";
     } else if (parse_tokens(tokens, &tok, &n)) {
-        fprintf(stderr, "mlacheck dump: --tokens '%s': expected comma-separated non-negative ids\n", tokens);
+        fprintf(stderr, "mlacheck dump: --tokens '%s': expected comma-separated non-negative ids, no empty item\n",
+                tokens);
+        return CLI_EXIT_USAGE;
+    }
+    if (!tok) {
+        fprintf(stderr, "mlacheck dump: out of memory for %d tokens\n", n);
+        return CLI_EXIT_ENGINE;
+    }
+    if (d.path == MLA_PATH_DECODE && prefill_len >= n) {
+        /* the driver would prefill the whole prompt and run no decode step under a dump saying "decode" */
+        fprintf(stderr, "mlacheck dump: --prefill-len %d: expected less than the prompt length (%d tokens) on path "
+                        "decode, so that at least one decode step runs\n", prefill_len, n);
+        free(tok);
         return CLI_EXIT_USAGE;
     }
     mla_model *m;

@@ -99,6 +99,59 @@ bad-input)
     expect_code 2 "$MLA" dump --model /nonexistent --tokens 1 --out "$TMP/x.h5"
     expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1 --profile fp16 --out "$TMP/x.h5"
     expect_code 2 "$MLA" frobnicate
+    # numeric options are parsed whole and in range, the option named (harness/BAD_INPUT.md)
+    for bad in "--chunk 0" "--chunk 7x" "--block-size -1" "--prefill-len abc" "--random 0"; do
+        expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1,2 $bad --out "$TMP/x.h5"
+        grep -q -- "${bad%% *} '" "$TMP/out" || fail "$bad: option not named: $(cat $TMP/out)"
+    done
+    expect_code 2 "$MLA" run --suite ci --kv-splits 2x
+    expect_code 2 "$MLA" bench --tokens 0
+    expect_code 2 "$MLA" sweep --step abc
+    for t in "1,2," "1,,2" ",1" "+1" " 1"; do expect_code 2 "$MLA" dump --model tiny-v3 --tokens "$t" --out "$TMP/x.h5"; done
+    # a prefill covering the whole prompt would run no decode step under a dump saying "decode"
+    expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1,2,3 --path decode --prefill-len 3 --out "$TMP/x.h5"
+    grep -q "at least one decode step" "$TMP/out" || fail "prefill-len >= prompt not explained: $(cat $TMP/out)"
+    expect_code 0 "$MLA" dump --model tiny-v3 --tokens 1,2,3 --path decode --prefill-len 2 --out "$TMP/x.h5"
+    # config.json: a missing dimension, an unsupported value, a size past the bound: exit 2 (not 77)
+    badcfg() { # badcfg NAME PYTHON-EDIT-OF-d "expected text"
+        rm -rf "$TMP/$1" && cp -r golden/oracle/tiny-v3-hf "$TMP/$1" && rm -f "$TMP/$1"/*.h5
+        python3 -c "import json; p='$TMP/$1/config.json'; d=json.load(open(p)); $2; json.dump(d, open(p, 'w'))"
+        expect_code 2 "$MLA" dump --model "$TMP/$1" --tokens 1,2 --out "$TMP/x.h5"
+        grep -q "$3" "$TMP/out" || fail "$1: expected '$3': $(cat $TMP/out)"
+    }
+    badcfg no-hidden "del d['hidden_size']" "config.json: field hidden_size: required"
+    badcfg no-kv-rank "del d['kv_lora_rank']" "field kv_lora_rank: required"
+    badcfg no-layers "del d['num_hidden_layers']" "field num_hidden_layers: required"
+    badcfg llama "d['model_type']='llama'" "field model_type: expected deepseek_v2"
+    badcfg linear-rope "d['rope_scaling']={'type':'linear','factor':2}" "rope_scaling.type"
+    badcfg awq "d['quantization_config']={'quant_method':'awq'}" "quant_method"
+    badcfg gelu "d['hidden_act']='gelu'" "field hidden_act: expected \"silu\""
+    badcfg half-split "d['rope_interleave']=False" "interleaved GPT-J rope pairing"
+    badcfg huge "d['num_hidden_layers']=1000000" "parameters in .* expected at most"
+    # a failed write (a full disk, here a 16 KiB file size limit) is exit 2 with the file named, not a
+    # segfault at exit, and leaves neither the file nor its temporary behind
+    mkdir -p "$TMP/full"
+    (trap '' XFSZ; ulimit -f 16; exec "$MLA" dump --model tiny-v3 --random 100 --out "$TMP/full/x.h5") >"$TMP/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] || { cat "$TMP/out"; fail "failed write exited $rc, expected 2"; }
+    grep -q "full/x.h5: cannot write" "$TMP/out" || fail "failed write not explained: $(cat $TMP/out)"
+    [ -z "$(ls -A "$TMP/full")" ] || fail "failed write left $(ls "$TMP/full")"
+    # weights: NaN / Inf named with the tensor and the first index, F8_E5M2 refused
+    badst() { # badst NAME PYTHON-EDIT(h: header dict, b: bytearray of the data) "expected text"
+        rm -rf "$TMP/$1" && cp -r golden/oracle/tiny-v3-hf "$TMP/$1" && rm -f "$TMP/$1"/*.h5
+        python3 - "$TMP/$1/model.safetensors" <<EOS
+import json, struct, sys
+p = sys.argv[1]; raw = open(p, 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
+h = json.loads(raw[8:8 + n]); b = bytearray(raw[8 + n:]); o = h['model.norm.weight']['data_offsets'][0]
+$2
+hj = json.dumps(h).encode(); open(p, 'wb').write(struct.pack('<Q', len(hj)) + hj + bytes(b))
+EOS
+        expect_code 2 "$MLA" dump --model "$TMP/$1" --tokens 1,2 --out "$TMP/x.h5"
+        grep -q "$3" "$TMP/out" || fail "$1: expected '$3': $(cat $TMP/out)"
+    }
+    badst nan "b[o + 2 * 5:o + 2 * 5 + 2] = b'\\xc0\\x7f'" "tensor model.norm.weight: NaN at flat index 5"
+    badst inf "b[o + 2 * 9:o + 2 * 9 + 2] = b'\\x80\\x7f'" "tensor model.norm.weight: Inf at flat index 9"
+    badst e5m2 "h['model.norm.weight']['dtype'] = 'F8_E5M2'; s = h['model.norm.weight']['shape'][0]; h['model.norm.weight']['data_offsets'][1] = o + s" "F8_E5M2 is not supported"
     "$MLA" dump --model tiny-v3 --tokens 3,1,4 --out "$TMP/g.h5" >/dev/null || fail dump
     head -c 3000 "$TMP/g.h5" >"$TMP/trunc.h5"
     expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/trunc.h5"

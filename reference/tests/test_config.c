@@ -49,14 +49,41 @@ static const char *V2L_JSON =
 static const char *KIMI_FMT =
     "{\"model_type\": \"kimi_k2\", \"vocab_size\": 163840, \"hidden_size\": 7168,\n"
     " \"num_hidden_layers\": 61, \"num_attention_heads\": 64, \"q_lora_rank\": 1536,\n"
+    " \"kv_lora_rank\": 512, \"qk_nope_head_dim\": 128, \"qk_rope_head_dim\": 64, \"v_head_dim\": 128,\n"
+    " \"intermediate_size\": 18432, \"moe_intermediate_size\": 2048, \"num_experts_per_tok\": 8,\n"
     " \"n_routed_experts\": 384, \"n_group\": 1, \"topk_group\": 1, \"first_k_dense_replace\": 1,\n"
     " \"routed_scaling_factor\": 2.827, \"max_position_embeddings\": %d,\n"
     " \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 50000.0, \"factor\": %d,\n"
     "   \"original_max_position_embeddings\": 4096, \"beta_fast\": 1.0, \"beta_slow\": 1.0,\n"
     "   \"mscale\": 1.0, \"mscale_all_dim\": 1.0}}";
 
+/* The required dimensions (DeepSeek-V3's), inserted by with_dims into a short test config that
+ * starts with model_type, each unless the text names it itself. */
+static const char *V3_DIMS[][2] = {
+    { "vocab_size", "129280" },        { "hidden_size", "7168" },   { "num_hidden_layers", "61" },
+    { "num_attention_heads", "128" },  { "q_lora_rank", "1536" },   { "kv_lora_rank", "512" },
+    { "qk_nope_head_dim", "128" },     { "qk_rope_head_dim", "64" }, { "v_head_dim", "128" },
+    { "intermediate_size", "18432" },  { "n_routed_experts", "256" }, { "moe_intermediate_size", "2048" },
+    { "num_experts_per_tok", "8" },
+};
+
+static const char *with_dims(const char *text, char *buf, size_t n)
+{
+    if (strncmp(text, "{\"model_type\"", 13)) return text;
+    size_t k = (size_t)snprintf(buf, n, "{");
+    for (size_t i = 0; i < sizeof V3_DIMS / sizeof V3_DIMS[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"%s\"", V3_DIMS[i][0]);
+        if (!strstr(text, key)) k += (size_t)snprintf(buf + k, n - k, "%s: %s, ", key, V3_DIMS[i][1]);
+    }
+    snprintf(buf + k, n - k, "%s", text + 1);
+    return buf;
+}
+
 static void parse_ok(const char *text, mla_config *c)
 {
+    char buf[4096];
+    text = with_dims(text, buf, sizeof buf);
     mla_status st = mla_config_from_json(text, "config.json", c);
     if (st != MLA_OK) fail_msg("parse failed: %s", mla_last_error());
 }
@@ -180,7 +207,7 @@ static void test_rope_parameters_default(void **state)
     assert_true(fabs(mla_config_softmax_scale(&c) - 1.0 / sqrt(192.0)) < 1e-15);
 }
 
-/* Absent fields take HF DeepseekV3Config's defaults. */
+/* Absent non-dimension fields take HF DeepseekV3Config's defaults (with_dims supplies the required ones). */
 static void test_defaults(void **state)
 {
     (void)state;
@@ -218,17 +245,17 @@ static void test_errors(void **state)
           { "config.json", "field hidden_size", "expected a positive integer, got string" } },
         { "{\"model_type\": \"deepseek_v3\", \"kv_lora_rank\": -512}", MLA_ERR_FORMAT,
           { "config.json", "kv_lora_rank", "got -512" } },
-        { "{\"model_type\": \"llama\"}", MLA_ERR_UNSUPPORTED, { "config.json", "model_type", "llama" } },
+        { "{\"model_type\": \"llama\"}", MLA_ERR_FORMAT, { "config.json", "model_type", "llama" } },
         { "{\"hidden_size\": 7}", MLA_ERR_FORMAT, { "config.json", "model_type", "expected a string" } },
         { "{\"model_type\": \"deepseek_v3\", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}}",
-          MLA_ERR_UNSUPPORTED, { "config.json", "rope_scaling.type", "linear" } },
+          MLA_ERR_FORMAT, { "config.json", "rope_scaling.type", "linear" } },
         { "{\"model_type\": \"deepseek_v3\", \"rope_scaling\": {\"type\": \"yarn\"}}", MLA_ERR_FORMAT,
           { "config.json", "rope_scaling.factor", "expected" } },
         { "{\"model_type\": \"deepseek_v3\", \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": \"40\"}}",
           MLA_ERR_FORMAT, { "config.json", "rope_parameters.factor", "got string" } },
         { "{\"model_type\": \"deepseek_v3\", \"rope_scaling\": {\"factor\": 40}}", MLA_ERR_FORMAT,
           { "config.json", "rope_scaling.rope_type", "got nothing" } },
-        { "{\"model_type\": \"deepseek_v3\", \"topk_method\": \"best\"}", MLA_ERR_UNSUPPORTED,
+        { "{\"model_type\": \"deepseek_v3\", \"topk_method\": \"best\"}", MLA_ERR_FORMAT,
           { "config.json", "topk_method", "best" } },
         { "{\"model_type\": \"deepseek_v3\", \"scoring_func\": 3}", MLA_ERR_FORMAT,
           { "config.json", "scoring_func", "got integer" } },
@@ -240,10 +267,31 @@ static void test_errors(void **state)
         { "{\"model_type\": \"deepseek_v3\", \"qk_rope_head_dim\": 63}", MLA_ERR_INVALID,
           { "config.json", "qk_rope_head_dim", "even" } },
         { "{\"model_type\": \"deepseek_v3\", \"quantization_config\": {\"quant_method\": \"awq\"}}",
-          MLA_ERR_UNSUPPORTED, { "config.json", "quantization_config.quant_method", "awq" } },
+          MLA_ERR_FORMAT, { "config.json", "quantization_config.quant_method", "awq" } },
         { "{\"model_type\": \"deepseek_v3\", \"quantization_config\": {\"quant_method\": \"fp8\","
           " \"weight_block_size\": [128, 64]}}",
-          MLA_ERR_UNSUPPORTED, { "config.json", "weight_block_size", "[128, 64]" } },
+          MLA_ERR_FORMAT, { "config.json", "weight_block_size", "[128, 64]" } },
+        /* unsupported values are bad input (exit 2), not a skip */
+        { "{\"model_type\": \"deepseek_v3\", \"hidden_act\": \"gelu\"}", MLA_ERR_FORMAT,
+          { "config.json", "hidden_act", "gelu" } },
+        { "{\"model_type\": \"deepseek_v3\", \"rope_interleave\": false}", MLA_ERR_FORMAT,
+          { "config.json", "rope_interleave", "interleaved" } },
+        /* missing dimensions name the field instead of taking DeepSeek-V3's */
+        { "{\"vocab_size\": 10, \"model_type\": \"deepseek_v3\"}", MLA_ERR_FORMAT,
+          { "config.json", "field hidden_size", "required" } },
+        { "{\"n_routed_experts\": 4, \"model_type\": \"deepseek_v3\", \"hidden_size\": 8, \"vocab_size\": 8,"
+          " \"num_hidden_layers\": 1, \"num_attention_heads\": 1, \"q_lora_rank\": null, \"kv_lora_rank\": 8,"
+          " \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 8, \"intermediate_size\": 8}",
+          MLA_ERR_FORMAT, { "config.json", "moe_intermediate_size", "required when n_routed_experts (4)" } },
+        { "{\"model_type\": \"deepseek_v3\", \"kv_lora_rank\": null}", MLA_ERR_FORMAT,
+          { "config.json", "kv_lora_rank", "got null" } },
+        /* sizes bounded before any work: checked arithmetic, numbers in the message */
+        { "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 1000000}", MLA_ERR_FORMAT,
+          { "config.json", "parameters in", "expected at most 2199023255552" } },
+        { "{\"model_type\": \"deepseek_v3\", \"hidden_size\": 2147483647}", MLA_ERR_FORMAT,
+          { "config.json", "hidden_size", "expected at most 16777216" } },
+        { "{\"model_type\": \"deepseek_v3\", \"n_routed_experts\": 16777216, \"n_group\": 1, \"topk_group\": 1}",
+          MLA_ERR_FORMAT, { "config.json", "parameters in", "tensors" } },
         { "{\"model_type\": \"deepseek_v3\", \"hidden_size\": 7168,", MLA_ERR_FORMAT,
           { "config.json", "invalid JSON", "line" } },
         { "[1, 2]", MLA_ERR_FORMAT, { "config.json", "object", "array" } },
@@ -252,8 +300,9 @@ static void test_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mla_config c;
+        char buf[4096];
         mla_clear_error();
-        mla_status st = mla_config_from_json(cases[i].json, "config.json", &c);
+        mla_status st = mla_config_from_json(with_dims(cases[i].json, buf, sizeof buf), "config.json", &c);
         if (st != cases[i].st) fail_msg("case %zu: status %d, expected %d (%s)", i, st, cases[i].st, mla_last_error());
         for (int k = 0; k < 3; k++)
             if (!strstr(mla_last_error(), cases[i].needle[k]))

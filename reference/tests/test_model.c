@@ -631,12 +631,31 @@ static void test_malformed_safetensors(void **state)
           " {\"dtype\": \"F32\", \"shape\": [2, 1], \"data_offsets\": [16384, 16392]}}",
           16392, MLA_ERR_SHAPE, { "model.safetensors", "o_proj.weight_scale_inv", "field shape" } },
         { "meta_bad", "{\"__metadata__\": [1]}", 0, MLA_ERR_FORMAT, { "model.safetensors", "__metadata__", "object" } },
+        /* an empty header: no entries, so no NULL may reach qsort/bsearch (UBSan) */
+        { "empty_header", "{}", 0, MLA_ERR_NOT_FOUND, { "model.safetensors", "lm_head.weight", "missing" } },
+        { "e5m2", "{" NORM ": {\"dtype\": \"F8_E5M2\", \"shape\": [128], \"data_offsets\": [0, 128]}}", 128,
+          MLA_ERR_FORMAT, { "model.safetensors", "model.norm.weight", "F8_E5M2 is not supported" } },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         expect e = { bad_folder(cases[i].name, cases[i].header, cases[i].dlen), cases[i].want,
                      { cases[i].needle[0], cases[i].needle[1], cases[i].needle[2] } };
         expect_open(&e);
     }
+
+    /* NaN / Inf in a weight: an error naming the tensor and the first index */
+    uint8_t w[256];
+    memcpy(w, g_data, sizeof w);
+    w[2 * 37] = 0xC0; /* bf16 0x7FC0 = NaN at index 37 */
+    w[2 * 37 + 1] = 0x7F;
+    const char *hn = "{" NORM ": {\"dtype\": \"BF16\", \"shape\": [128], \"data_offsets\": [0, 256]}}";
+    const char *nd = bad_folder("nan_weight", NULL, 0);
+    write_st(nd, "model.safetensors", hn, w, sizeof w);
+    expect_open(&(expect){ nd, MLA_ERR_FORMAT, { "model.norm.weight", "NaN at flat index 37", "finite" } });
+    w[2 * 37] = 0x80; /* 0xFF80 = -Inf */
+    w[2 * 37 + 1] = 0xFF;
+    nd = bad_folder("inf_weight", NULL, 0);
+    write_st(nd, "model.safetensors", hn, w, sizeof w);
+    expect_open(&(expect){ nd, MLA_ERR_FORMAT, { "model.norm.weight", "Inf at flat index 37", "finite" } });
 
     /* header length past the end of the file, and a file too short to hold the length */
     const char *dir = bad_folder("hlen_past_end", NULL, 0);
@@ -660,9 +679,14 @@ static void test_malformed_folder(void **state)
     expect_open(&(expect){ dir, MLA_ERR_NOT_FOUND, { "config.json", "cannot open", NULL } });
     /* config.json with a bad field */
     dir = subdir("bad_config");
-    const char *cj = "{\"model_type\": \"deepseek_v3\", \"hidden_size\": \"big\"}";
+    const char *cj = "{\"model_type\": \"deepseek_v3\", \"vocab_size\": 8, \"hidden_size\": \"big\"}";
     write_bytes(dir, "config.json", cj, strlen(cj));
-    expect_open(&(expect){ dir, MLA_ERR_FORMAT, { "config.json", "hidden_size", "got string" } });
+    expect_open(&(expect){ dir, MLA_ERR_FORMAT, { "config.json", "num_hidden_layers", "required" } });
+    /* a missing dimension names the field instead of taking DeepSeek-V3's (issue 12) */
+    dir = subdir("config_no_hidden");
+    cj = "{\"model_type\": \"deepseek_v3\", \"vocab_size\": 8}";
+    write_bytes(dir, "config.json", cj, strlen(cj));
+    expect_open(&(expect){ dir, MLA_ERR_FORMAT, { "config.json", "field hidden_size", "required" } });
     /* neither a built-in nor a folder */
     expect_open(&(expect){ "/nonexistent/ckpt", MLA_ERR_NOT_FOUND, { "/nonexistent/ckpt", "folder", NULL } });
 

@@ -4,19 +4,26 @@
  * beta_fast, beta_slow, mscale, mscale_all_dim} (transformers 4) and rope_parameters (transformers 5:
  * the same keys plus rope_theta, rope_type "default" = no scaling); q_lora_rank null = 0.
  *
- * Defaults when a field is absent are those of HF DeepseekV3Config (transformers), for every
- * model_type: vocab_size 129280, hidden_size 7168, intermediate_size 18432, moe_intermediate_size
- * 2048, num_hidden_layers 61, num_attention_heads 128, q_lora_rank 1536, kv_lora_rank 512,
- * qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, n_routed_experts 256, n_shared_experts 1,
- * num_experts_per_tok 8, n_group 8, topk_group 4, first_k_dense_replace 3, moe_layer_freq 1,
+ * Required (an error naming the file and the field when absent): the dimensions every real MLA
+ * checkpoint writes, so that a truncated config is never read as DeepSeek-V3's: vocab_size,
+ * hidden_size, num_hidden_layers, num_attention_heads, q_lora_rank (null = 0), kv_lora_rank,
+ * qk_nope_head_dim, qk_rope_head_dim, v_head_dim, intermediate_size, n_routed_experts (null = 0, a
+ * dense model), and when n_routed_experts > 0 moe_intermediate_size and num_experts_per_tok.
+ * Defaults when another field is absent are those of HF DeepseekV3Config (transformers), for every
+ * model_type: n_shared_experts 1, n_group 8, topk_group 4, first_k_dense_replace 3, moe_layer_freq 1,
  * routed_scaling_factor 2.5, rms_norm_eps 1e-6, rope_theta 10000, max_position_embeddings 4096,
- * tie_word_embeddings false, no rope scaling. The router kind defaults by model_type (the fields live
- * only in the remote-code configs): deepseek_v3 / kimi_k2 sigmoid + noaux_tc + norm_topk_prob true,
- * deepseek_v2 softmax + greedy + norm_topk_prob false (HF DeepseekV2Config).
+ * tie_word_embeddings false, hidden_act silu, rope_interleave true, no rope scaling. The router kind
+ * defaults by model_type (the fields live only in the remote-code configs): deepseek_v3 / kimi_k2
+ * sigmoid + noaux_tc + norm_topk_prob true, deepseek_v2 softmax + greedy + norm_topk_prob false (HF
+ * DeepseekV2Config).
  * YaRN keys default as HF reads them: original_max_position_embeddings = max_position_embeddings,
  * beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0 (0 = no softmax mscale^2).
+ * A value the engines do not implement (model_type, rope type, quant method, hidden_act other than
+ * silu, rope_interleave false) is MLA_ERR_FORMAT, bad input (exit 2), not a skip: a gate must not read
+ * an unusable checkpoint as "not applicable". Sizes are bounded before any work (config_check_size).
  * null counts as absent, except for q_lora_rank (0) and the expert counts (null = 0, a dense model). */
-#include "mla_model/model.h"
+#include "model_internal.h"
+#include "mla/weights.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -161,7 +168,7 @@ static mla_status parse_rope(const json_t *r, const char *name, const char *orig
         return MLA_OK;
     }
     if (strcmp(type, "yarn") != 0)
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "%s: field %s%s: expected \"yarn\" or \"default\", got \"%s\"",
+        return mla_errorf(MLA_ERR_FORMAT, "%s: field %s%s: expected \"yarn\" or \"default\", got \"%s\"",
                           origin, pre, json_object_get(r, "rope_type") ? "rope_type" : "type", type);
     c->has_yarn = 1;
     c->rope_factor = 0;
@@ -190,13 +197,13 @@ static mla_status parse_quant(const json_t *q, const char *origin, mla_config *c
     const char *method = NULL;
     TRY(get_str(q, "quantization_config.", "quant_method", origin, &method));
     if (!method || strcmp(method, "fp8") != 0)
-        return mla_errorf(MLA_ERR_UNSUPPORTED,
+        return mla_errorf(MLA_ERR_FORMAT,
                           "%s: field quantization_config.quant_method: expected \"fp8\", got %s%s%s", origin,
                           method ? "\"" : "", method ? method : "nothing", method ? "\"" : "");
     const char *fmt = NULL;
     TRY(get_str(q, "quantization_config.", "fmt", origin, &fmt));
     if (fmt && strcmp(fmt, "e4m3") != 0)
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "%s: field quantization_config.fmt: expected \"e4m3\", got \"%s\"",
+        return mla_errorf(MLA_ERR_FORMAT, "%s: field quantization_config.fmt: expected \"e4m3\", got \"%s\"",
                           origin, fmt);
     c->fp8_weights = 1;
     c->weight_block_size = 128;
@@ -209,7 +216,7 @@ static mla_status parse_quant(const json_t *q, const char *origin, mla_config *c
                               origin, json_kind(b));
         json_int_t r = json_integer_value(json_array_get(b, 0)), k = json_integer_value(json_array_get(b, 1));
         if (r != k || r <= 0 || r > 1 << 20)
-            return mla_errorf(MLA_ERR_UNSUPPORTED,
+            return mla_errorf(MLA_ERR_FORMAT,
                               "%s: field quantization_config.weight_block_size: expected square blocks [n, n], "
                               "got [%lld, %lld]", origin, (long long)r, (long long)k);
         c->weight_block_size = (int)r;
@@ -227,7 +234,7 @@ static mla_status parse_config(const json_t *root, const char *origin, mla_confi
     TRY(get_str(root, "", "model_type", origin, &mt));
     if (!mt) return mla_errorf(MLA_ERR_FORMAT, "%s: field model_type: expected a string, got nothing", origin);
     if (strcmp(mt, "deepseek_v2") && strcmp(mt, "deepseek_v3") && strcmp(mt, "kimi_k2"))
-        return mla_errorf(MLA_ERR_UNSUPPORTED,
+        return mla_errorf(MLA_ERR_FORMAT,
                           "%s: field model_type: expected deepseek_v2, deepseek_v3 or kimi_k2, got \"%s\"", origin,
                           mt);
     snprintf(c->model_type, sizeof c->model_type, "%s", mt);
@@ -247,8 +254,29 @@ static mla_status parse_config(const json_t *root, const char *origin, mla_confi
         I(n_group, F_POS), I(topk_group, F_POS), I(max_position_embeddings, F_POS),
 #undef I
     };
+    /* The dimensions every real MLA checkpoint writes; a default here would silently build
+     * DeepSeek-V3's shapes and the error would then blame a tensor. */
+    static const char *required[] = { "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                      "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                      "v_head_dim", "intermediate_size", "n_routed_experts" };
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        const json_t *v = json_object_get(root, required[i]);
+        int null_ok = !strcmp(required[i], "q_lora_rank") || !strcmp(required[i], "n_routed_experts");
+        if (!v || (json_is_null(v) && !null_ok))
+            return mla_errorf(MLA_ERR_FORMAT, "%s: field %s: required (no default for a model dimension), got %s",
+                              origin, required[i], v ? "null" : "nothing");
+    }
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         TRY(get_int(root, "", ints[i].key, origin, ints[i].flags, (int *)((char *)c + ints[i].off)));
+    if (c->n_routed_experts > 0) {
+        static const char *moe_required[] = { "moe_intermediate_size", "num_experts_per_tok" };
+        for (size_t i = 0; i < 2; i++) {
+            const json_t *v = json_object_get(root, moe_required[i]);
+            if (!v || json_is_null(v))
+                return mla_errorf(MLA_ERR_FORMAT, "%s: field %s: required when n_routed_experts (%d) > 0, got %s",
+                                  origin, moe_required[i], c->n_routed_experts, v ? "null" : "nothing");
+        }
+    }
     TRY(get_num(root, "", "routed_scaling_factor", origin, F_POS, &c->routed_scaling_factor));
     TRY(get_num(root, "", "rms_norm_eps", origin, F_POS, &c->rms_norm_eps));
     TRY(get_num(root, "", "rope_theta", origin, F_POS, &c->rope_theta));
@@ -256,12 +284,23 @@ static mla_status parse_config(const json_t *root, const char *origin, mla_confi
     TRY(get_bool(root, "tie_word_embeddings", origin, &c->tie_word_embeddings));
 
     const char *s = NULL;
+    TRY(get_str(root, "", "hidden_act", origin, &s));
+    if (s && strcmp(s, "silu"))
+        return mla_errorf(MLA_ERR_FORMAT, "%s: field hidden_act: expected \"silu\" (the engines' SwiGLU), got \"%s\"",
+                          origin, s);
+    int interleave = 1;
+    TRY(get_bool(root, "rope_interleave", origin, &interleave));
+    if (!interleave)
+        return mla_errorf(MLA_ERR_FORMAT,
+                          "%s: field rope_interleave: expected true, got false (the engines implement the "
+                          "interleaved GPT-J rope pairing of DeepSeek checkpoints only, mla-spec.md section c.3; "
+                          "a half-split checkpoint would be computed wrongly)", origin);
     TRY(get_str(root, "", "scoring_func", origin, &s));
     if (s) {
         if (strcmp(s, "softmax") == 0) c->scoring_func = MLA_SCORE_SOFTMAX;
         else if (strcmp(s, "sigmoid") == 0) c->scoring_func = MLA_SCORE_SIGMOID;
         else
-            return mla_errorf(MLA_ERR_UNSUPPORTED,
+            return mla_errorf(MLA_ERR_FORMAT,
                               "%s: field scoring_func: expected \"softmax\" or \"sigmoid\", got \"%s\"", origin, s);
     }
     TRY(get_str(root, "", "topk_method", origin, &s));
@@ -270,7 +309,7 @@ static mla_status parse_config(const json_t *root, const char *origin, mla_confi
         else if (strcmp(s, "group_limited_greedy") == 0) c->topk_method = MLA_TOPK_GROUP_LIMITED;
         else if (strcmp(s, "noaux_tc") == 0) c->topk_method = MLA_TOPK_NOAUX_TC;
         else
-            return mla_errorf(MLA_ERR_UNSUPPORTED,
+            return mla_errorf(MLA_ERR_FORMAT,
                               "%s: field topk_method: expected \"greedy\", \"group_limited_greedy\" or "
                               "\"noaux_tc\", got \"%s\"", origin, s);
     }
@@ -284,6 +323,86 @@ static mla_status parse_config(const json_t *root, const char *origin, mla_confi
 
     const json_t *q = json_object_get(root, "quantization_config");
     if (q && !json_is_null(q)) TRY(parse_quant(q, origin, c));
+    return MLA_OK;
+}
+
+/* Limits checked before anything is allocated from the config: the largest MLA checkpoint, Kimi-K2,
+ * has 1.03e12 parameters and ~100k tensors (61 layers x 384 experts x 3 + scales); the bounds are
+ * about twice and forty times that, far past any machine this runs on, yet small enough that a
+ * config such as num_hidden_layers 1000000 is refused in microseconds instead of after minutes of
+ * name lists. Each dimension is bounded first so that the 64-bit products below cannot overflow. */
+#define CFG_MAX_DIM (1 << 24)
+#define CFG_MAX_PARAMS (1ull << 41)
+#define CFG_MAX_TENSORS (1ull << 22)
+
+static uint64_t layer_params(const mla_config *c, int layer, uint64_t *tensors)
+{
+    uint64_t p = 0;
+    *tensors = 0;
+    for (int w = 0; w < MLA_LW_COUNT; w++) {
+        int n = mla_lw_count(c, layer, (mla_layer_weight)w);
+        int64_t sh[2];
+        int nd = mla_lw_shape(c, (mla_layer_weight)w, sh);
+        /* dims < 2^24 each (config_check_size), so a row's product fits; times n it may not: checked */
+        uint64_t e = nd == 2 ? (uint64_t)sh[0] * (uint64_t)sh[1] : (uint64_t)sh[0], t;
+        if (__builtin_mul_overflow(e, (uint64_t)n, &t) || __builtin_add_overflow(p, t, &p)) return UINT64_MAX;
+        *tensors += (uint64_t)n;
+    }
+    return p;
+}
+
+mla_status config_param_count(const mla_config *c, uint64_t *params, uint64_t *tensors)
+{
+    uint64_t td = 0, tm = 0, n_moe = 0;
+    /* MoE layers: l >= first_k_dense_replace with l % moe_layer_freq == 0 (mla_config_is_moe_layer) */
+    if (c->n_routed_experts > 0 && c->num_hidden_layers > c->first_k_dense_replace) {
+        int f = c->moe_layer_freq > 0 ? c->moe_layer_freq : 1;
+        int first = (c->first_k_dense_replace + f - 1) / f * f;
+        if (first < c->num_hidden_layers) n_moe = (uint64_t)((c->num_hidden_layers - 1 - first) / f + 1);
+    }
+    uint64_t n_dense = (uint64_t)c->num_hidden_layers - n_moe;
+    int dense_layer = -1, moe_layer = -1;
+    for (int l = 0; l < c->num_hidden_layers && (dense_layer < 0 || moe_layer < 0); l++) {
+        if (mla_config_is_moe_layer(c, l)) { if (moe_layer < 0) moe_layer = l; }
+        else if (dense_layer < 0) dense_layer = l;
+        if (l > c->first_k_dense_replace + c->moe_layer_freq) break; /* both kinds seen by then */
+    }
+    uint64_t pd = dense_layer >= 0 ? layer_params(c, dense_layer, &td) : 0;
+    uint64_t pm = moe_layer >= 0 ? layer_params(c, moe_layer, &tm) : 0;
+    uint64_t emb = (uint64_t)c->vocab_size * (uint64_t)c->hidden_size, p = 0, a, b;
+    int ok = pd != UINT64_MAX && pm != UINT64_MAX && !__builtin_mul_overflow(pd, n_dense, &a) &&
+             !__builtin_mul_overflow(pm, n_moe, &b) && !__builtin_add_overflow(a, b, &p) &&
+             !__builtin_add_overflow(p, emb * (c->tie_word_embeddings ? 1 : 2) + (uint64_t)c->hidden_size, &p);
+    *params = ok ? p : UINT64_MAX;
+    *tensors = td * n_dense + tm * n_moe + 3; /* < 2^6 * 2^31 + 2^24 * 2^31: no overflow */
+    return MLA_OK;
+}
+
+static mla_status config_check_size(const mla_config *c, const char *origin)
+{
+    static const struct { const char *key; size_t off; } dims[] = {
+#define D(f) { #f, offsetof(mla_config, f) }
+        D(vocab_size), D(hidden_size), D(num_hidden_layers), D(num_attention_heads), D(q_lora_rank),
+        D(kv_lora_rank), D(qk_nope_head_dim), D(qk_rope_head_dim), D(v_head_dim), D(intermediate_size),
+        D(moe_intermediate_size), D(n_routed_experts), D(n_shared_experts), D(num_experts_per_tok),
+        D(first_k_dense_replace), D(moe_layer_freq),
+#undef D
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        int v = *(const int *)((const char *)c + dims[i].off);
+        if (v > CFG_MAX_DIM)
+            return mla_errorf(MLA_ERR_FORMAT, "%s: field %s: %d, expected at most %d", origin, dims[i].key, v,
+                              CFG_MAX_DIM);
+    }
+    uint64_t params, tensors;
+    config_param_count(c, &params, &tensors);
+    if (params > CFG_MAX_PARAMS || tensors > CFG_MAX_TENSORS)
+        return mla_errorf(MLA_ERR_FORMAT,
+                          "%s: the config describes %llu%s parameters in %llu tensors, expected at most %llu in "
+                          "%llu (twice the largest MLA checkpoint, Kimi-K2)", origin,
+                          params == UINT64_MAX ? (unsigned long long)UINT64_MAX : (unsigned long long)params,
+                          params == UINT64_MAX ? "+ (overflow)" : "", (unsigned long long)tensors,
+                          (unsigned long long)CFG_MAX_PARAMS, (unsigned long long)CFG_MAX_TENSORS);
     return MLA_OK;
 }
 
@@ -301,6 +420,7 @@ mla_status mla_config_from_json(const char *text, const char *origin, mla_config
     json_decref(root);
     if (st != MLA_OK) return st;
     st = mla_config_validate(&c, origin);
+    if (st == MLA_OK) st = config_check_size(&c, origin);
     if (st != MLA_OK) return st;
     *out = c;
     return MLA_OK;
@@ -314,7 +434,7 @@ mla_status mla_config_validate(const mla_config *c, const char *o)
     if (!c) return mla_errorf(MLA_ERR_INVALID, "%s: no config", o);
     if (strcmp(c->model_type, "deepseek_v2") && strcmp(c->model_type, "deepseek_v3") &&
         strcmp(c->model_type, "kimi_k2"))
-        return mla_errorf(MLA_ERR_UNSUPPORTED,
+        return mla_errorf(MLA_ERR_FORMAT,
                           "%s: field model_type: expected deepseek_v2, deepseek_v3 or kimi_k2, got \"%.32s\"", o,
                           c->model_type);
     static const struct { const char *key; size_t off; int min; } dims[] = {

@@ -31,6 +31,7 @@ model_entry *model_find(const mla_model *m, const char *name)
 {
     model_entry key;
     key.name = (char *)name;
+    if (m->n_entries <= 0 || !m->entries) return NULL; /* bsearch takes no NULL base (header "{}") */
     return bsearch(&key, m->entries, (size_t)m->n_entries, sizeof *m->entries, model_entry_cmp);
 }
 

@@ -48,6 +48,10 @@ void name_list_free(name_list *l);
  * tie_word_embeddings is set. */
 mla_status model_required_names(const mla_config *c, name_list *out);
 
+/* Parameters and tensors (no _scale_inv) the config implies, in checked 64-bit arithmetic
+ * (config_json.c); *params is UINT64_MAX on overflow. */
+mla_status config_param_count(const mla_config *c, uint64_t *params, uint64_t *tensors);
+
 /* Entry by exact name (bsearch), or NULL. */
 model_entry *model_find(const mla_model *m, const char *name);
 mla_model *model_alloc(const char *source);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,38 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
+/* NaN or Inf in a weight or scale: bad input (exit 2) naming the tensor and the first index, found
+ * at open so that no engine computes on it and no dump compares it PASS against itself. Bit tests
+ * for the common dtypes (an exponent of all ones; E4M3FN has no Inf, NaN is S.1111.111). */
+static mla_status st_check_finite(const char *fp, const model_entry *e)
+{
+    const mla_tensor *t = &e->t;
+    int64_t n = mla_tensor_numel(t), bad = -1;
+    if (t->dtype == MLA_BF16 || t->dtype == MLA_F16) {
+        const uint16_t *u = t->data;
+        uint16_t m = t->dtype == MLA_BF16 ? 0x7f80 : 0x7c00;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if ((u[i] & m) == m) bad = i;
+    } else if (t->dtype == MLA_F32) {
+        const uint32_t *u = t->data;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if ((u[i] & 0x7f800000u) == 0x7f800000u) bad = i;
+    } else if (t->dtype == MLA_E4M3FN) {
+        const uint8_t *u = t->data;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if ((u[i] & 0x7f) == 0x7f) bad = i;
+    } else if (t->dtype == MLA_F64) {
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if (!isfinite(((const double *)t->data)[i])) bad = i;
+    } else {
+        return MLA_OK;
+    }
+    if (bad < 0) return MLA_OK;
+    double v = mla_tensor_get_f64(t, bad);
+    return mla_errorf(MLA_ERR_FORMAT, "%s: tensor %s: %s at flat index %lld, expected finite weights", fp, e->name,
+                      isnan(v) ? "NaN" : "Inf", (long long)bad);
+}
+
 /* Names, dtypes and shapes against the config; fp8 weights need their scales. */
 static mla_status check_tensors(mla_model *m, const char *cfg_path)
 {
@@ -377,6 +410,13 @@ static mla_status check_tensors(mla_model *m, const char *cfg_path)
                 return mla_errorf(MLA_ERR_FORMAT, "%s: tensor %s: field dtype: expected a float type, got %s", fp,
                                   e->name, st_dtype_name(e->t.dtype));
         }
+        if (e->t.dtype == MLA_E5M2)
+            return mla_errorf(MLA_ERR_FORMAT,
+                              "%s: tensor %s: field dtype: F8_E5M2 is not supported, expected F8_E4M3 (the block "
+                              "scales are applied to E4M3 weights only; an E5M2 weight's scales would be ignored)",
+                              fp, e->name);
+        mla_status fst = st_check_finite(fp, e);
+        if (fst) return fst;
         if (e->t.dtype != MLA_E4M3FN) continue;
         if (e->t.ndim != 2)
             return mla_errorf(MLA_ERR_SHAPE, "%s: tensor %s: F8_E4M3 weight: expected 2 dimensions, got %d", fp,
@@ -442,7 +482,8 @@ static mla_status hf_load(mla_model *m, const char *dir)
     m->entries = ev.v; /* the model owns them from here, also on failure */
     m->n_entries = ev.n;
     if (st) goto done;
-    qsort(m->entries, (size_t)m->n_entries, sizeof *m->entries, model_entry_cmp);
+    /* qsort and bsearch take no NULL, even for 0 entries (a header "{}") */
+    if (m->n_entries > 0) qsort(m->entries, (size_t)m->n_entries, sizeof *m->entries, model_entry_cmp);
     if (wm) {
         const char *key;
         json_t *val;
