@@ -47,7 +47,8 @@ typedef struct mla_dcmp_ctx {
  * rule's, compare.h), which under limits set at k x the measured noise (calibrate.h) is the tap's
  * error in units of its own noise, divided by k. In computation order, tap i STANDS OUT when
  *     h_i >= MLA_DCMP_STANDOUT_MIN   and   h_i >= MLA_DCMP_STANDOUT_JUMP x max_{j < i} h_j
- * (max over every tap compared before it; 0 when none): its error is a sizeable fraction of its limit
+ * and that max is not 0 (a tap can stand out only from an inexact tap before it: exact taps such as
+ * embed say nothing about the comparison's noise): its error is a sizeable fraction of its limit
  * and a clear jump over everything upstream, where benign noise grows smoothly. Routing taps
  * (topk_ids, judged by margin) neither stand out nor raise the max. In a failing comparison the first
  * divergence is the earliest tap that stands out, when it comes at or before the first tap over its
