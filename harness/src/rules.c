@@ -68,6 +68,37 @@ static int anchored(regex_t *re, const char *src)
     return rc;
 }
 
+/* Bounds checked before regcomp, which glibc lets run away (issue 12: `.*{1,1000}` took 248 s and
+ * 5.4 GB, 40 stacked '+' exhausted the memory): at most MAX_RE_LEN characters, repetition counts
+ * {m,n} of at most MAX_RE_REPEAT, and no quantifier directly after another. The shipped rules use
+ * none of these (their longest regex is under 100 characters, no braces). NULL when fine, else why. */
+#define MAX_RE_LEN 256
+#define MAX_RE_REPEAT 64
+static const char *regex_out_of_bounds(const char *src)
+{
+    if (strlen(src) > MAX_RE_LEN) return "longer than 256 characters";
+    int prev_quant = 0;
+    for (const char *c = src; *c; c++) {
+        if (*c == '\\' && c[1]) {
+            c++;
+            prev_quant = 0;
+            continue;
+        }
+        int quant = *c == '*' || *c == '+' || *c == '?' || *c == '{';
+        if (quant && prev_quant) return "a quantifier directly after another (e.g. '.*+' or '+{2}')";
+        if (*c == '{') {
+            char *end;
+            long a = strtol(c + 1, &end, 10), b = a;
+            if (*end == ',') b = end[1] == '}' ? MAX_RE_REPEAT + 1 : strtol(end + 1, &end, 10);
+            if (a > MAX_RE_REPEAT || b > MAX_RE_REPEAT) return "a repetition count over 64 (or an open {m,})";
+            const char *close = strchr(c, '}');
+            if (close) c = close;
+        }
+        prev_quant = quant;
+    }
+    return NULL;
+}
+
 /* One line (comment already stripped, non-empty) into *out. */
 static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
 {
@@ -132,6 +163,14 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
     }
     if (out->rl.lim.ulp_p99 > 0 && !have_dtype)
         return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_p99 needs ulp_dtype (the type the ULPs count in)", origin, line);
+    for (int j = 0; j < 3 + (model_src != NULL); j++) {
+        const char *src = j < 3 ? tok[j] : model_src, *why = regex_out_of_bounds(src);
+        if (why) {
+            for (int k = 0; k < j; k++) regfree(&out->re[k]);
+            return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s regex '%.40s%s': %s", origin, line,
+                              j < 3 ? what[j] : "model", src, strlen(src) > 40 ? "..." : "", why);
+        }
+    }
     for (int j = 0; j < 3; j++) {
         int rc = anchored(&out->re[j], tok[j]);
         if (rc != 0) {

@@ -507,6 +507,16 @@ static void test_rules_order_and_errors(void **state)
     assert_non_null(strstr(mla_last_error(), "key 'model' given twice"));
     assert_int_equal(mla_rules_parse(".* .* .* rel_l2=1 model=(\n", "m.tol", &r), MLA_ERR_FORMAT);
     assert_non_null(strstr(mla_last_error(), "model regex '('"));
+    /* regexes bounded before regcomp (issue 12: these took minutes and gigabytes) */
+    assert_int_equal(mla_rules_parse(".*{1,1000} .* .* rel_l2=1\n", "m.tol", &r), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "m.tol:1: tap regex '.*{1,1000}': a quantifier directly after another"));
+    assert_int_equal(mla_rules_parse("a{1,1000} .* .* rel_l2=1\n", "m.tol", &r), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "repetition count over 64"));
+    assert_int_equal(mla_rules_parse("a .* x+++++ rel_l2=1\n", "m.tol", &r), MLA_ERR_FORMAT);
+    assert_non_null(strstr(mla_last_error(), "check regex 'x+++++'"));
+    assert_int_equal(mla_rules_parse("a{2,8}\\+ .* .* rel_l2=1\n", "m.tol", &r), MLA_OK); /* escaped + is a literal */
+    mla_rules_free(r);
+    r = NULL;
     assert_int_equal(mla_rules_parse(text, "r.tol", &r), MLA_OK);
     assert_null(mla_rules_match(NULL, "a", "b", "c"));
     mla_rules_free(r);
