@@ -165,11 +165,9 @@ static mla_status parse_rule(const char *origin, int line, char *t, rule *out)
         return mla_errorf(MLA_ERR_FORMAT, "%s:%d: ulp_p99 needs ulp_dtype (the type the ULPs count in)", origin, line);
     for (int j = 0; j < 3 + (model_src != NULL); j++) {
         const char *src = j < 3 ? tok[j] : model_src, *why = regex_out_of_bounds(src);
-        if (why) {
-            for (int k = 0; k < j; k++) regfree(&out->re[k]);
+        if (why) /* nothing is compiled yet */
             return mla_errorf(MLA_ERR_FORMAT, "%s:%d: %s regex '%.40s%s': %s", origin, line,
                               j < 3 ? what[j] : "model", src, strlen(src) > 40 ? "..." : "", why);
-        }
     }
     for (int j = 0; j < 3; j++) {
         int rc = anchored(&out->re[j], tok[j]);
