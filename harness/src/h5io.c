@@ -752,27 +752,34 @@ static mla_status write_file(const char *path, const char *tmp, hsize_t ub, cons
     return st;
 }
 
-/* write_file in a child process. After a failed write (a full disk) libhdf5 keeps the file it could
- * not flush in its tables, and its exit handler then crashes the process (dump and golden segfaulted
- * at exit); in a child that state dies with the child. Status and message come back through a pipe. */
-static mla_status write_in_child(const char *path, const char *tmp, hsize_t ub, const mla_dump *d,
-                                 const char *json)
+/* fn(arg) in a forked child: the crash handlers of the host (a test framework's longjmp) reset to
+ * the default, SIGXFSZ ignored (a file size limit is a write error, like a full disk), stderr to
+ * /dev/null when quiet, and _exit (no atexit handlers: libhdf5's state dies with the child). The
+ * child's status and message come back through a pipe. Returns 0 when the child reported (*st, and
+ * mla_last_error() its message), 1 when it ran past limit_ms (> 0; it is killed), 2 when it died
+ * without reporting (how[n] says how), -1 when it could not be started (errno). */
+typedef mla_status (*child_fn)(void *arg);
+static int run_in_child(child_fn fn, void *arg, long limit_ms, int quiet, mla_status *st, char *how, size_t n)
 {
     int fd[2];
-    if (pipe(fd) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot make a pipe for the writer: %s", path, strerror(errno));
+    if (pipe(fd) != 0) return -1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
         close(fd[0]);
         close(fd[1]);
-        return mla_errorf(MLA_ERR_IO, "%s: cannot fork the writer: %s", path, strerror(errno));
+        errno = e;
+        return -1;
     }
     if (pid == 0) {
         close(fd[0]);
-        static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
-        signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error, like a full disk */
-        mla_status cst = write_file(path, tmp, ub, d, json);
+        signal(SIGXFSZ, SIG_IGN);
+        int dn = quiet ? open("/dev/null", O_WRONLY) : -1;
+        if (dn >= 0) dup2(dn, STDERR_FILENO);
+        mla_status cst = fn(arg);
         char msg[1024];
         int k = snprintf(msg, sizeof msg, "%d %s", (int)cst, cst ? mla_last_error() : "");
         if (k > 0) (void)!write(fd[1], msg, (size_t)(k < (int)sizeof msg ? k : (int)sizeof msg - 1));
@@ -780,22 +787,69 @@ static mla_status write_in_child(const char *path, const char *tmp, hsize_t ub, 
         _exit(0);
     }
     close(fd[1]);
+    int status = 0;
+    pid_t r;
+    if (limit_ms > 0) {
+        long waited = 0;
+        while ((r = waitpid(pid, &status, WNOHANG)) == 0 && waited < limit_ms) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            waited += 2;
+        }
+    } else {
+        while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+        }
+    }
     char msg[1024];
     ssize_t got = 0;
-    for (ssize_t k; got < (ssize_t)sizeof msg - 1 && ((k = read(fd[0], msg + got, sizeof msg - 1 - (size_t)got)) > 0 ||
-                                                      (k < 0 && errno == EINTR));)
-        if (k > 0) got += k;
+    if (r == pid) /* the child has exited: its end of the pipe is closed, so read() cannot block */
+        for (ssize_t k; got < (ssize_t)sizeof msg - 1 && ((k = read(fd[0], msg + got, sizeof msg - 1 - (size_t)got)) > 0 ||
+                                                          (k < 0 && errno == EINTR));)
+            if (k > 0) got += k;
     close(fd[0]);
     msg[got] = '\0';
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (r == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return 1;
     }
+    if (r < 0) return -1;
     int cst = 0, off = 0;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && got > 0 && sscanf(msg, "%d %n", &cst, &off) >= 1)
-        return cst ? mla_errorf((mla_status)cst, "%s", msg + off) : MLA_OK;
-    return mla_errorf(MLA_ERR_IO, "%s: the HDF5 writer process %s %d", path,
-                      WIFSIGNALED(status) ? "died of signal" : "exited", WIFSIGNALED(status) ? WTERMSIG(status)
-                                                                                           : WEXITSTATUS(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && got > 0 && sscanf(msg, "%d %n", &cst, &off) >= 1) {
+        *st = cst ? mla_errorf((mla_status)cst, "%s", msg + off) : MLA_OK;
+        return 0;
+    }
+    if (WIFSIGNALED(status)) snprintf(how, n, "died of signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(how, n, "exited %d", WEXITSTATUS(status));
+    return 2;
+}
+
+typedef struct {
+    const char *path, *tmp;
+    hsize_t ub;
+    const mla_dump *d;
+    const char *json;
+} write_args;
+
+static mla_status write_child(void *arg)
+{
+    const write_args *w = arg;
+    return write_file(w->path, w->tmp, w->ub, w->d, w->json);
+}
+
+/* write_file in a child process: after a failed write (a full disk) libhdf5 keeps the file it could
+ * not flush in its tables, and its exit handler then crashes the process (dump and golden segfaulted
+ * at exit); in a child that state dies with the child. */
+static mla_status write_in_child(const char *path, const char *tmp, hsize_t ub, const mla_dump *d,
+                                 const char *json)
+{
+    write_args w = {path, tmp, ub, d, json};
+    mla_status st = MLA_OK;
+    char how[96];
+    int r = run_in_child(write_child, &w, 0, 0, &st, how, sizeof how);
+    if (r == 0) return st;
+    if (r < 0) return mla_errorf(MLA_ERR_IO, "%s: cannot start the HDF5 writer process: %s", path, strerror(errno));
+    return mla_errorf(MLA_ERR_IO, "%s: the HDF5 writer process %s", path, how);
 }
 
 mla_status mla_h5_write(const char *path, const mla_dump *d)
@@ -1190,82 +1244,47 @@ static int is_unsealed_hdf5(const char *path)
     return got == 8 && memcmp(head, hdf5_sig, 8) == 0;
 }
 
+typedef struct {
+    const char *path;
+    int meta_only;
+} probe_args;
+
+/* The probe child: the read the caller is about to do, with HDF5's own messages off. */
+static mla_status probe_child(void *arg)
+{
+    const probe_args *p = arg;
+    h5_quiet q;
+    quiet_on(&q);
+    hid_t f;
+    int64_t fsize = 0;
+    mla_dump *d = NULL;
+    mla_dump_meta m;
+    mla_config c;
+    mla_status cst = open_file(p->path, &f, &fsize);
+    if (cst == MLA_OK) {
+        cst = p->meta_only ? read_meta(p->path, f, &m, &c) : read_all(p->path, fsize, f, &d);
+        H5Fclose(f);
+    }
+    return cst;
+}
+
 static mla_status probe_unsealed(const char *path, int meta_only)
 {
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !is_unsealed_hdf5(path)) return MLA_OK;
     /* a damaged oracle file reads in milliseconds or never: 10 s plus 1 s per 64 MiB */
     long limit_ms = 10000 + (long)(sb.st_size >> 26) * 1000;
-    int fd[2];
-    if (pipe(fd) != 0) return mla_errorf(MLA_ERR_IO, "%s: cannot make a pipe to probe the unsealed file: %s", path, strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return mla_errorf(MLA_ERR_IO, "%s: cannot fork to probe the unsealed file: %s", path, strerror(errno));
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        /* the child only reads; its memory goes with it (_exit: no atexit handlers). The host's
-         * crash handlers (a test framework's longjmp) must not run here: a crash ends the child. */
-        static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
-        int dn = open("/dev/null", O_WRONLY);
-        if (dn >= 0) dup2(dn, STDERR_FILENO);
-        h5_quiet q;
-        quiet_on(&q);
-        hid_t f;
-        int64_t fsize = 0;
-        mla_dump *d = NULL;
-        mla_dump_meta m;
-        mla_config c;
-        mla_status cst = open_file(path, &f, &fsize);
-        if (cst == MLA_OK) {
-            cst = meta_only ? read_meta(path, f, &m, &c) : read_all(path, fsize, f, &d);
-            H5Fclose(f);
-        }
-        /* the status and message go back, so that a file the child could not read is never parsed
-         * by this process's libhdf5 at all (a damaged file can leave the library's state unclean) */
-        char msg[1024];
-        int k = snprintf(msg, sizeof msg, "%d %s", (int)cst, cst ? mla_last_error() : "");
-        if (k > 0) (void)!write(fd[1], msg, (size_t)(k < (int)sizeof msg ? k : (int)sizeof msg - 1));
-        close(fd[1]);
-        _exit(0);
-    }
-    close(fd[1]);
-    int status = 0;
-    long waited = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &status, WNOHANG)) == 0 && waited < limit_ms) {
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        waited += 2;
-    }
-    char msg[1024];
-    ssize_t got = 0;
-    if (r == pid) /* the child has exited: its end of the pipe is closed, so read() cannot block */
-        for (ssize_t k; got < (ssize_t)sizeof msg - 1 && (k = read(fd[0], msg + got, sizeof msg - 1 - (size_t)got)) > 0;)
-            got += k;
-    close(fd[0]);
-    msg[got] = '\0';
-    if (r == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+    probe_args a = {path, meta_only};
+    mla_status st = MLA_OK;
+    char how[96];
+    int r = run_in_child(probe_child, &a, limit_ms, 1, &st, how, sizeof how);
+    if (r == 0) return st;
+    if (r < 0) return mla_errorf(MLA_ERR_IO, "%s: cannot start the probe process for the unsealed file: %s", path,
+                                 strerror(errno));
+    if (r == 1)
         return mla_errorf(MLA_ERR_FORMAT, "%s: libhdf5 did not finish reading this file in %ld s (damaged HDF5 "
                           "metadata; the file carries no mlacheck seal, so HDF5 parses it unprotected)", path,
                           limit_ms / 1000);
-    }
-    if (r < 0) return mla_errorf(MLA_ERR_IO, "%s: probe process: %s", path, strerror(errno));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        int cst = 0, off = 0;
-        if (sscanf(msg, "%d %n", &cst, &off) >= 1 && cst != 0)
-            return mla_errorf((mla_status)cst, "%s", msg + off);
-        if (got > 0 && cst == 0) return MLA_OK;
-    }
-    char how[64];
-    if (WIFSIGNALED(status)) snprintf(how, sizeof how, "died of signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else snprintf(how, sizeof how, "exited %d", WEXITSTATUS(status));
     return mla_errorf(MLA_ERR_FORMAT, "%s: reading this file crashed libhdf5 in a probe process (%s): damaged HDF5 "
                       "metadata; the file carries no mlacheck seal, so HDF5 parses it unprotected", path, how);
 }
