@@ -5,9 +5,10 @@
  * against the library's reference operator (mla_ref_attn_ops: float64 inside, over the same paged
  * cache and the same keys) before any timing is trusted.
  *
- * Each workload runs with the engine's first kernel ("decode", "prefill") and the tiled one
- * ("decode-t": gpu_decode_tile.h, MLA_GPU_DECODE=tiled in the engine; "prefill-t": gpu_prefill_tile.h,
- * MLA_GPU_PREFILL=tiled).
+ * Decode workloads run with the kernels --kernels names (default mma): "decode" (the first kernel),
+ * "decode-t" (gpu_decode_tile.h, MLA_GPU_DECODE=tiled), "decode-m" (gpu_decode_mma.hip, tensor cores,
+ * MLA_GPU_DECODE=mma); "/v" marks variable lengths. Prefill: the query-tiled kernel ("prefill-t").
+ * gpu/bench/torch_side_by_side.py times torch at the shapes of the --tsv file (device_suite.sh bench).
  * Counting follows FlashMLA / FA3: decode FLOPs = 2 s_q sum(s_k) h (576 + 512), bytes = sum(s_k) x
  * row bytes (K and V share storage) + Q + O; prefill FLOPs = 2 b h s (s / 2) (192 + 128), causal.
  * Percentages are of the ceilings measured on this H200 (performance.md): 4,144 GB/s device copy and
@@ -278,11 +279,22 @@ static void check_decode(const gpu_kv_desc *kv, int n_blocks, int64_t pool_bytes
     free(want);
 }
 
-static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int h, int s_q, int tiled, result_row *res)
+static const char *const kernel_names[] = {"decode", "decode-t", "decode-m"}; /* gpu_decode_kernel */
+
+/* Sequence i's kv length: s_k, or with varlen a spread over [s_k / 2, 3 s_k / 2) (mean ~s_k). */
+static int seq_len_of(int i, int s_k, int varlen)
+{
+    return varlen ? s_k / 2 + (int)(mla_rng_stream(99, (uint64_t)i) % (uint64_t)s_k) : s_k;
+}
+
+static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int h, int s_q, gpu_decode_kernel kern,
+                         int varlen, result_row *res)
 {
     const int C = 512, R = 64;
     const int row_bytes = (int)mla_kv_row_bytes(fmt, C, R);
-    int bps = (s_k + PAGE - 1) / PAGE, n_blocks = b * bps, T = b * s_q;
+    int max_len = 0;
+    for (int i = 0; i < b; i++) max_len = seq_len_of(i, s_k, varlen) > max_len ? seq_len_of(i, s_k, varlen) : max_len;
+    int bps = (max_len + PAGE - 1) / PAGE, n_blocks = b * bps, T = b * s_q;
     int64_t rows = (int64_t)n_blocks * PAGE;
     int32_t *tables = (int32_t *)host_alloc((size_t)n_blocks * 4);
     for (int i = 0; i < n_blocks; i++) tables[i] = i;
@@ -290,10 +302,15 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     gpu_seq *seqs = (gpu_seq *)host_alloc((size_t)b * sizeof(gpu_seq));
     int32_t *tok_seq = (int32_t *)host_alloc((size_t)T * 4);
     for (int i = 0; i < b; i++) {
-        seqs[i] = gpu_seq{.slot = i, .n_past = s_k - s_q, .n_new = s_q, .tok0 = i * s_q, .ws0 = 0};
+        seqs[i] = gpu_seq{.slot = i, .n_past = seq_len_of(i, s_k, varlen) - s_q, .n_new = s_q, .tok0 = i * s_q, .ws0 = 0};
         for (int k = 0; k < s_q; k++) tok_seq[i * s_q + k] = i;
     }
-    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, tiled, C, R), s_k, env->n_sm);
+    const mla_kv_codec codec = {.format = fmt, .fp8_fnuz = 0, .c = C, .r = R,
+                                .k_scale = fmt == MLA_KV_FP8 ? 1.0f / 256.0f : 1.0f};
+    const gpu_kv_desc kv0 = {.pool = NULL, .tables = NULL, .blocks_per_seq = bps, .block_size = PAGE,
+                             .row_bytes = row_bytes, .codec = codec};
+    kern = gpu_decode_pick(kern, &kv0, h);
+    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, kern), max_len, env->n_sm, kern);
     uint8_t *pool = (uint8_t *)dev_alloc((size_t)rows * row_bytes);
     int32_t *d_tables = (int32_t *)dev_alloc((size_t)n_blocks * 4), *d_ts = (int32_t *)dev_alloc((size_t)T * 4);
     gpu_seq *d_seqs = (gpu_seq *)dev_alloc((size_t)b * sizeof(gpu_seq));
@@ -308,14 +325,12 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     k_fill_f32<<<1024, 256, 0, env->st>>>(qa, (int64_t)T * h * C, 8, 1.0f);
     k_fill_f32<<<1024, 256, 0, env->st>>>(qp, (int64_t)T * h * R, 9, 1.0f);
     BN_CHECK(hipGetLastError());
-    const mla_kv_codec codec = {.format = fmt, .fp8_fnuz = 0, .c = C, .r = R,
-                                .k_scale = fmt == MLA_KV_FP8 ? 1.0f / 256.0f : 1.0f};
     const gpu_kv_desc kv = {.pool = pool, .tables = d_tables, .blocks_per_seq = bps, .block_size = PAGE,
                             .row_bytes = row_bytes, .codec = codec};
     float scale = 0.25f / sqrtf(192.0f); /* keeps softmax away from one-hot and from uniform */
     const gpu_decode_args a = {.q_abs = qa, .q_pe = qp, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs, .part_o = po,
                                .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = h, .splits = splits,
-                               .scale = scale, .causal_plus = 0, .lse_bf16 = 0, .tiled = tiled};
+                               .scale = scale, .causal_plus = 0, .lse_bf16 = 0, .q_div = 1.0f, .kernel = kern};
     if (gpu_attn_decode(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
@@ -330,10 +345,10 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
 
     float ms = time_launch(env, launch_decode, &a);
     double sum_sk = 0;
-    for (int i = 0; i < b; i++) sum_sk += s_k;
+    for (int i = 0; i < b; i++) sum_sk += seq_len_of(i, s_k, varlen);
     double flops = 2.0 * s_q * sum_sk * h * (576 + 512);
     double bytes = sum_sk * row_bytes + (double)T * h * ((C + R) * 4 + C * 2);
-    snprintf(res->what, sizeof res->what, tiled ? "decode-t" : "decode");
+    snprintf(res->what, sizeof res->what, "%s%s", kernel_names[kern], varlen ? "/v" : "");
     snprintf(res->kv, sizeof res->kv, "%s", fmt_names[fmt]);
     res->b = b; res->s_k = s_k; res->h = h; res->s_q = s_q; res->splits = splits; res->ms = ms;
     res->gbs = bytes / (ms * 1e-3) / 1e9;
@@ -513,14 +528,49 @@ static void print_row(FILE *f, const result_row *r)
             r->tflops, 100 * r->tflops / CEIL_TFLOPS, r->worst_rel, r->worst_lse, r->control, r->ok ? "ok" : "FAIL");
 }
 
+static void usage(void)
+{
+    fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N] [--tsv FILE]\n"
+                    "  times the GPU attention kernels on the performance.md workloads (see gpu/NOTES.md);\n"
+                    "  --kernels: decode kernels to time (default mma), --only: decode workload N alone (profiling),\n"
+                    "  --tsv: every row as tab-separated values\n");
+}
+
+static void write_tsv(FILE *f, const result_row *r, int n)
+{
+    fprintf(f, "kernel\tkv\tb\ts_k\th\ts_q\tsplits\tmedian_us\tgbs\ttflops\trel_l2\tlse_err\tcontrol\tok\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.3e\t%.3e\t%.3e\t%d\n", r[i].what, r[i].kv, r[i].b,
+                r[i].s_k, r[i].h, r[i].s_q, r[i].splits, r[i].ms * 1e3, r[i].gbs, r[i].tflops, r[i].worst_rel,
+                r[i].worst_lse, r[i].control, r[i].ok);
+}
+
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, only = -1, want[3] = {0, 0, 1};
+    const char *tsv = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = atoi(argv[++i]); /* one decode workload (its row of dw), no prefill: for profilers */
+        } else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
+            tsv = argv[++i];
+        } else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) {
+            want[0] = want[1] = want[2] = 0;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", argv[++i]);
+            for (char *k = strtok(buf, ","); k; k = strtok(NULL, ",")) {
+                if (!strcmp(k, "first")) want[GPU_DECODE_FIRST] = 1;
+                else if (!strcmp(k, "tiled")) want[GPU_DECODE_TILED] = 1;
+                else if (!strcmp(k, "mma")) want[GPU_DECODE_MMA] = 1;
+                else {
+                    fprintf(stderr, "mla_gpu_bench: --kernels: unknown kernel '%s' (expected first, tiled, mma)\n", k);
+                    return 2;
+                }
+            }
         } else {
-            fprintf(stderr, "usage: mla_gpu_bench [--quick]\n  times the GPU attention kernels (see gpu/NOTES.md)\n");
+            usage();
             return 2;
         }
     }
@@ -543,34 +593,35 @@ int main(int argc, char **argv)
     printf("mla_gpu_bench: %s, %d SMs; median of %d launches after 2 warm-ups, 256 MiB L2 flush before each\n",
            p.name, env.n_sm, env.reps);
 
-    result_row rows[64]; /* at most 12 x 2 + 4 decode and 3 x 2 prefill rows */
+    /* decode workloads (performance.md): {kv format, b, s_k, h, s_q, varlen}; quick: the first 6 */
+    static const int dw[][6] = {
+        {MLA_KV_BF16, 128, 8192, 16, 1, 0}, {MLA_KV_BF16, 128, 8192, 128, 1, 0}, {MLA_KV_FP8_DS, 128, 8192, 16, 1, 0},
+        {MLA_KV_FP8, 128, 8192, 64, 1, 0},  {MLA_KV_BF16, 128, 4096, 128, 2, 0}, {MLA_KV_BF16, 1, 65536, 128, 1, 0},
+        {MLA_KV_BF16, 128, 8192, 32, 1, 0}, {MLA_KV_BF16, 128, 8192, 64, 1, 0},  {MLA_KV_BF16, 128, 4096, 16, 1, 0},
+        {MLA_KV_BF16, 128, 4096, 32, 1, 0}, {MLA_KV_BF16, 128, 4096, 64, 1, 0},  {MLA_KV_BF16, 128, 4096, 128, 1, 0},
+        {MLA_KV_BF16, 128, 4096, 16, 2, 0}, {MLA_KV_BF16, 128, 4096, 64, 2, 0},  {MLA_KV_BF16, 128, 8192, 128, 2, 0},
+        {MLA_KV_BF16, 128, 4096, 16, 1, 1}, {MLA_KV_BF16, 128, 4096, 128, 1, 1}, {MLA_KV_FP8, 128, 8192, 16, 1, 0},
+        {MLA_KV_FP8_DS, 128, 8192, 64, 1, 0}, {MLA_KV_FP8_DS, 128, 8192, 128, 1, 0}, {MLA_KV_FP8, 128, 8192, 128, 1, 0},
+        {MLA_KV_BF16, 4, 32768, 16, 1, 0},  {MLA_KV_BF16, 16, 32768, 128, 1, 0},
+    };
+    const int n_dw = (int)(sizeof dw / sizeof dw[0]);
+    result_row rows[128];
     int n = 0;
-    static const int d1_h[] = {16, 128};
-    static const int d1_s[] = {4096, 8192};
-    /* each decode workload with the first kernel (decode) and the head-grouped one (decode-t) */
-    static const mla_kv_format d1_kv[] = {MLA_KV_BF16, MLA_KV_FP8, MLA_KV_FP8_DS};
-    for (int fi = 0; fi < 3; fi++) /* D1 / D5: b 128, page 64 */
-        for (int si = 0; si < 2 - quick; si++)
-            for (int hi = 0; hi < 2; hi++)
-                for (int tiled = 0; tiled < 2; tiled++) {
-                    bench_decode(&env, d1_kv[fi], 128, d1_s[si], d1_h[hi], 1, tiled, &rows[n]);
-                    print_row(stdout, &rows[n++]);
-                    fflush(stdout);
-                }
-    for (int tiled = 0; tiled < 2; tiled++) {
-        bench_decode(&env, MLA_KV_BF16, 128, 4096, 128, 2, tiled, &rows[n]); /* MTP s_q = 2 */
-        print_row(stdout, &rows[n++]);
-        bench_decode(&env, MLA_KV_BF16, 1, 65536, 128, 1, tiled, &rows[n]); /* D4: one long sequence */
-        print_row(stdout, &rows[n++]);
-    }
+    for (int w = 0; w < (quick ? 6 : n_dw); w++)
+        for (int k = 0; k < 3; k++)
+            if (want[k] && (only < 0 || only == w)) {
+                bench_decode(&env, (mla_kv_format)dw[w][0], dw[w][1], dw[w][2], dw[w][3], dw[w][4],
+                             (gpu_decode_kernel)k, dw[w][5], &rows[n]);
+                print_row(stdout, &rows[n++]);
+                fflush(stdout);
+            }
     int saved_reps = env.reps;
     env.reps = quick ? 3 : 5; /* prefill launches take up to seconds */
     static const int p1[3][2] = {{1, 4096}, {1, 8192}, {16, 1024}}; /* P1 (b, s) at h 128 */
-    for (int k = 0; k < (quick ? 1 : 3); k++)
-        for (int tiled = 0; tiled < 2; tiled++) {
-            bench_prefill(&env, p1[k][0], p1[k][1], 128, tiled, &rows[n]);
-            print_row(stdout, &rows[n++]);
-        }
+    for (int k = 0; k < (only >= 0 ? 0 : quick ? 1 : 3); k++) {
+        bench_prefill(&env, p1[k][0], p1[k][1], 128, 1, &rows[n]); /* the query-tiled kernel, the faster one */
+        print_row(stdout, &rows[n++]);
+    }
     env.reps = saved_reps;
 
     int fails = 0;
@@ -583,6 +634,18 @@ int main(int argc, char **argv)
     }
     printf("%d of %d checks failed (limits: rel L2 %.0e of the bf16 output, |lse| %.0e, against mla_ref_attn_ops; "
            "the control must exceed the rel L2 limit)\n", fails, n, CHECK_REL_L2, CHECK_LSE);
+    if (tsv) {
+        FILE *f = fopen(tsv, "w");
+        if (!f) {
+            fprintf(stderr, "mla_gpu_bench: %s: cannot write\n", tsv);
+            return 3;
+        }
+        write_tsv(f, rows, n);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "mla_gpu_bench: %s: write failed\n", tsv);
+            return 3;
+        }
+    }
     BN_CHECK(hipFree(env.flush));
     return fails ? 1 : 0;
 }

@@ -4,8 +4,9 @@
  *    §g.13) in fp32, as chunked prefill does.
  *  - decode (absorbed / MQA form): one block per (token, head, KV split) over the paged latent cache,
  *    each split writes a normalized partial output and its LSE; a combine kernel merges the splits.
- *    Opt-in (MLA_GPU_DECODE=tiled): one block per (token, 8 heads, split) sharing each cache tile in
- *    shared memory (gpu_decode_tile.h), same partial outputs, same combine.
+ *    MLA_GPU_DECODE=tiled: one block per (token, 8 heads, split) sharing each cache tile in shared
+ *    memory (gpu_decode_tile.h); mma: tensor cores (gpu_decode_mma.hip). Same partial
+ *    outputs, same combine.
  *  - prefill, opt-in (MLA_GPU_PREFILL=tiled): one block per (32 query rows, head) sharing each key
  *    tile (gpu_prefill_tile.h), same parts, roundings and merge as the per-token kernel.
  * Scores, softmax and P.V are fp32; outputs are rounded to bf16 once. */
@@ -259,23 +260,54 @@ __global__ void __launch_bounds__(DT_THREADS) k_attn_decode_tiled(dt_args a)
     dt_store(a, b, sh, tid, acc);
 }
 
-extern "C" int gpu_decode_blocks(int t, int h, int tiled, int c, int r)
+extern "C" gpu_decode_kernel gpu_decode_pick(int kernel, const gpu_kv_desc *kv, int h)
 {
-    return tiled && dt_fits(c, r) ? t * ((h + DT_HG - 1) / DT_HG) : t * h;
+    if (kernel == GPU_DECODE_MMA && gpu_decode_mma_fits(kv, h)) return GPU_DECODE_MMA;
+    if (kernel == GPU_DECODE_TILED && dt_fits(kv->codec.c, kv->codec.r)) return GPU_DECODE_TILED;
+    return GPU_DECODE_FIRST;
 }
 
-/* Enough (token, head, split) blocks for two waves, no split under 64 keys, at most 64 splits. */
-extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm)
+extern "C" int gpu_decode_blocks(int t, int h, gpu_decode_kernel k)
+{
+    if (k == GPU_DECODE_MMA) {
+        int hm = gpu_decode_mma_heads(h);
+        return t * ((h + hm - 1) / hm);
+    }
+    return k == GPU_DECODE_TILED ? t * ((h + DT_HG - 1) / DT_HG) : t * h;
+}
+
+/* SIMT kernels: enough (token, head, split) blocks for two waves, no split under 64 keys, at most 64
+ * splits. The mma kernel runs one block per SM: the split count that minimizes waves x (keys per
+ * split + 64), the 64 standing for a block's fixed cost (query load, first tile, output), with at
+ * least 256 keys per split (a split is a term of the fp32 LSE combine, and under the lse-bf16 fault a
+ * rounding: one split per key made that fault's error 6e-2 on tiny-v3, H200 2026-12-01). */
+extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_kernel k)
 {
     int s = 1;
-    while (s < 64 && blocks * s < 2 * n_sm && max_kv / (2 * s) >= 64) s *= 2;
+    if (k != GPU_DECODE_MMA) {
+        while (s < 64 && blocks * s < 2 * n_sm && max_kv / (2 * s) >= 64) s *= 2;
+        return s;
+    }
+    long best = -1;
+    int most = max_kv / 256 > 1 ? max_kv / 256 : 1; /* >= 256 keys a split: each split costs a combine term */
+    for (int c = 1; c <= 64 && c <= most; c++) {
+        long waves = ((long)blocks * c + n_sm - 1) / n_sm, cost = waves * ((max_kv + c - 1) / c + 64);
+        if (best < 0 || cost < best) {
+            best = cost;
+            s = c;
+        }
+    }
     return s;
 }
 
 extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
 {
     if (a->t <= 0) return MLA_OK;
-    if (a->tiled && dt_fits(a->kv.codec.c, a->kv.codec.r)) {
+    const gpu_decode_kernel k = gpu_decode_pick(a->kernel, &a->kv, a->h);
+    if (k == GPU_DECODE_MMA) {
+        mla_status s = gpu_attn_decode_mma(st, a);
+        if (s != MLA_OK) return s;
+    } else if (k == GPU_DECODE_TILED) {
         static int attr_set = 0; /* > 48 KB of dynamic shared memory needs the opt-in once */
         if (!attr_set) {
             MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_tiled),

@@ -184,14 +184,14 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
     return gpu_acc_finish(c->stream, acc, shared, out, (int64_t)T * D);
 }
 
-static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T)
+static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T, const gpu_kv_desc *kv)
 {
     if (c->opts.kv_splits > 0) return c->opts.kv_splits;
     int maxlen = 1;
     for (int i = 0; i < b->n_seqs; i++) maxlen = b->n_past[i] + b->n_new[i] > maxlen ? b->n_past[i] + b->n_new[i] : maxlen;
-    int blocks = gpu_decode_blocks(T, c->cfg.num_attention_heads, c->decode_tiled, c->cfg.kv_lora_rank,
-                                   c->cfg.qk_rope_head_dim);
-    return gpu_decode_splits(blocks, maxlen, c->n_sm);
+    const int H = c->cfg.num_attention_heads;
+    const gpu_decode_kernel k = gpu_decode_pick(c->decode_kernel, kv, H);
+    return gpu_decode_splits(gpu_decode_blocks(T, H, k), maxlen, c->n_sm, k);
 }
 
 /* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
@@ -350,14 +350,15 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
                 qscale = 1.0f;
             }
             TRY(gpu_quant_query(st, qa, qpe, (int64_t)T * H, C, R, qscale, qfnuz, qaf, qpf));
-            int splits = choose_splits(c, b, T);
+            int splits = choose_splits(c, b, T, &kv);
             SCR(o_latent, (size_t)T * H * C * 2, olat);
             SCR(split_o, (size_t)T * H * splits * C * 4, po);
             SCR(split_lse, (size_t)T * H * splits * 4, pl);
             const gpu_decode_args da = {.q_abs = qaf, .q_pe = qpf, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs,
                                         .part_o = po, .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = H,
                                         .splits = splits, .scale = (float)scale, .causal_plus = plus,
-                                        .lse_bf16 = lse16, .tiled = c->decode_tiled};
+                                        .lse_bf16 = lse16, .q_div = qscale > 0.0f ? qscale : 1.0f,
+                                        .kernel = c->decode_kernel};
             TRY(gpu_attn_decode(st, &da));
             /* attn_core[t, h, :] = o_latent[t, h, :] . W_UV[h]^T */
             const gpu_gemm_args uv = {.x = olat, .ldx = (int64_t)H * C, .x_bs = C, .w = ly->kv_b.w + (size_t)P * C,

@@ -62,7 +62,7 @@ typedef struct gpu_ctx {
     mla_config cfg;
     mla_run_opts opts;
     int loaded, fnuz, fp8w;
-    int decode_tiled;    /* MLA_GPU_DECODE=tiled at load: the head-grouped decode kernel */
+    int decode_kernel;   /* gpu_decode_kernel: MLA_GPU_DECODE=first (default) | tiled | mma at load */
     int prefill_tiled;   /* MLA_GPU_PREFILL=tiled at load: the query-tiled prefill kernel */
     int dev, n_sm;
     char dev_name[256];
@@ -193,6 +193,10 @@ typedef struct gpu_prefill_args {
 } gpu_prefill_args;
 mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
 
+/* The decode kernels: the first (block per token, head, split), the head-grouped SIMT one
+ * (gpu_decode_tile.h) and the tensor-core one (gpu_decode_mma.hip). */
+typedef enum { GPU_DECODE_FIRST = 0, GPU_DECODE_TILED = 1, GPU_DECODE_MMA = 2 } gpu_decode_kernel;
+
 typedef struct gpu_decode_args {
     const float *q_abs, *q_pe; /* [T, H, C], [T, H, R] f32 (bf16 or dequantized fp8 values) */
     gpu_kv_desc kv;
@@ -205,13 +209,20 @@ typedef struct gpu_decode_args {
     int t, h, splits;
     float scale;
     int causal_plus, lse_bf16;
-    int tiled; /* 1: the head-grouped kernel (gpu_decode_tile.h), when the shapes fit it */
+    float q_div; /* an fp8 query's q_scale (q_abs holds e4m3 codes times it), else 1 */
+    int kernel;  /* gpu_decode_kernel; a kernel whose shapes do not fit falls back to the first */
 } gpu_decode_args;
 mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a);
-/* KV split count the engine uses when kv_splits is 0 (blocks = decode tokens x heads, or x head
- * groups for the tiled kernel: gpu_decode_blocks). */
-int gpu_decode_splits(int blocks, int max_kv, int n_sm);
-int gpu_decode_blocks(int t, int h, int tiled, int c, int r);
+/* The kernel gpu_attn_decode runs for a request (the first one when the requested does not fit). */
+gpu_decode_kernel gpu_decode_pick(int kernel, const gpu_kv_desc *kv, int h);
+/* KV split count the engine uses when kv_splits is 0, for the picked kernel (blocks = decode tokens x
+ * heads, or x head groups for the grouped kernels: gpu_decode_blocks). */
+int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_kernel k);
+int gpu_decode_blocks(int t, int h, gpu_decode_kernel k);
+/* gpu_decode_mma.hip: NVIDIA only (0 / MLA_ERR_UNSUPPORTED on AMD) */
+int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h);
+int gpu_decode_mma_heads(int h);
+mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a);
 
 #ifdef __cplusplus
 }

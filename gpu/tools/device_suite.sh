@@ -2,12 +2,14 @@
 # device_suite.sh [check] [gpu] [faults] [long] [bench] (default: check gpu faults): on the lent GPU
 # machine, build mlacheck, mla_gpu_check and mla_gpu_bench with the GPU engine, then run what is named:
 #   check   mla_gpu_check (engine vs reference over a scripted batch, the oversized-cache NOMEM case),
-#           once with the first attention kernels and once with the tiled ones
-#   gpu     the gpu suite (MLA_GPU_DECODE=tiled MLA_GPU_PREFILL=tiled in the environment: tiled kernels)
+#           with each decode kernel (first, tiled, mma: the default) and the matching prefill kernel,
+#           then the default kernels under compute-sanitizer memcheck
+#   gpu     the gpu suite with the engine's default kernels
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
-#   bench   mla_gpu_bench (both kernels of each workload)
-# Reports come back as $OUT/gpu-report.tgz, the benchmark table as $OUT/bench.md. Run from the
+#   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
+#           gpu/bench/torch_side_by_side.py at the same shapes in the same session
+# Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
@@ -30,16 +32,26 @@ $M list | head -3
 R=results/device
 rm -rf $R && mkdir -p $R
 if want check; then
-    for k in first tiled; do # the first and the tiled attention kernels (gpu/NOTES.md)
+    for k in first tiled mma; do # the decode kernels (gpu/NOTES.md); prefill: first, tiled, tiled
         t0=$(date +%s)
-        MLA_GPU_DECODE=$k MLA_GPU_PREFILL=$k ./build-gpu/gpu/mla_gpu_check | tee "$OUTDIR/gpu-check-$k.log" | tail -16
-        echo "mla_gpu_check, $k attention kernels: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+        pk=$k; [ $k = mma ] && pk=tiled
+        MLA_GPU_DECODE=$k MLA_GPU_PREFILL=$pk ./build-gpu/gpu/mla_gpu_check | tee "$OUTDIR/gpu-check-$k.log" | tail -16
+        echo "mla_gpu_check, $k decode kernel: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     done
+    if command -v compute-sanitizer >/dev/null; then
+        t0=$(date +%s)
+        timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 ./build-gpu/gpu/mla_gpu_check \
+            >"$OUTDIR/memcheck.log" 2>&1
+        echo "compute-sanitizer memcheck, default kernels: exit $? in $(( $(date +%s) - t0 )) s; $(grep -m1 'ERROR SUMMARY' "$OUTDIR/memcheck.log")"
+    fi
 fi
 if want bench; then
     t0=$(date +%s)
-    ./build-gpu/gpu/mla_gpu_bench | tee "$OUTDIR/bench.md"
-    echo "bench: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+    ./build-gpu/gpu/mla_gpu_bench --kernels "${BENCH_KERNELS:-mma}" ${BENCH_ARGS:-} --tsv "$OUTDIR/bench.tsv" >"$OUTDIR/bench.md"
+    echo "bench: exit $? in $(( $(date +%s) - t0 )) s"
+    t0=$(date +%s)
+    python3 gpu/bench/torch_side_by_side.py "$OUTDIR/bench.tsv" --out "$OUTDIR/torch.tsv" | tee -a "$OUTDIR/bench.md"
+    echo "torch side by side: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
 fi
 if want gpu; then
     t0=$(date +%s)

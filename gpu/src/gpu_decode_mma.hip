@@ -1,0 +1,487 @@
+/* gpu_decode_mma.hip: the tensor-core absorbed decode (NVIDIA mma.sync m16n8k16, bf16 operands, fp32
+ * accumulation); MLA_GPU_DECODE=mma, where it fits (gpu_decode_mma_fits).
+ *
+ * One block of 8 warps owns one decode token, a group of HM = 16 * MT heads (MT m-tiles of 16 rows)
+ * and one KV split. Each tile of NK cache rows is copied into shared memory once, by cp.async in two
+ * stages (a stage is refilled as soon as it is used, so two tiles are in flight while a block waits),
+ * and serves every head of the group. Per tile:
+ *   S = Q K^T   warp (mt, sub): rows of m-tile mt x keys [sub, sub + 1) * NK / WPM, over all C + R dims
+ *   softmax     online, fp32, base 2; the row maxima of the WPM warps of an m-tile meet in shared memory
+ *   O += P V    P rounded to bf16 first (FlashMLA, FlashAttention 2/3 do the same); warp (mt, sub) owns
+ *               output dims [sub, sub + 1) * C / WPM of its rows
+ * Row sums are of the fp32 probabilities. Queries hold bf16 values already (NUMERICS.md: q_absorbed and
+ * q_pe are stored bf16; an fp8 query is e4m3 codes times q_scale, and the codes are what we load).
+ * fp8 rows are staged raw and widened to bf16 in shared memory, exactly: every e4m3 value fits bf16,
+ * and so does its product with an fp8_ds_mla tile scale, a power of two; the per-tensor k_scale (and
+ * the fp8 query's q_scale) multiply the scores and the output instead of each element.
+ * Output: the split's normalized fp32 output and LSE, as the other decode kernels (one combine). */
+#include "gpu_internal.h"
+#include "gpu_kv.h"
+
+#include <cuda_fp16.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(MLA_GPU_HIP)
+
+/* AMD: no MFMA version yet (gpu/NOTES.md); the engine keeps the SIMT kernels there. */
+extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
+{
+    (void)kv;
+    (void)h;
+    return 0;
+}
+extern "C" int gpu_decode_mma_heads(int h) { return h; }
+extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a)
+{
+    (void)st;
+    (void)a;
+    return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: the tensor-core decode kernel is NVIDIA-only");
+}
+
+#else
+
+#define DM_THREADS 256
+#define DM_WARPS 8
+#define DM_CMAX 512 /* kv_lora_rank */
+#define DM_LMAX 576 /* kv_lora_rank + rope dim, padded to 16 */
+
+/* Shapes every block of one launch shares, computed on the host. */
+typedef struct dm_geom {
+    int lp;       /* C + R rounded up to 16 (the MMA k step); pad columns are zero in Q and K */
+    int ldk;      /* row stride of Q and K tiles in bf16 elements: 8 (mod 64), so 8 rows of an ldmatrix hit 8 bank groups */
+    int rb;       /* raw (fp8) row stride in bytes, a multiple of 16 */
+    float q_div;  /* an fp8 query's q_scale (1 otherwise): Q holds q / q_div, the codes */
+    float s_mul;  /* softmax scale x log2(e) x q_div x k_scale: scores in base 2 */
+    float o_mul;  /* k_scale of an fp8 cache (1 otherwise) */
+    int p_split;  /* MLA_GPU_MMA_P=split: P as bf16 hi + lo (two PV products, ~fp32 P) instead of bf16(P) */
+} dm_geom;
+
+__device__ __forceinline__ uint32_t dm_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* cp.async of CH bytes (16: through L2 only); valid 0 writes CH zero bytes and reads nothing. */
+template <int CH> __device__ __forceinline__ void dm_cp(uint32_t dst, const void *src, int valid)
+{
+    if (CH == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(CH), "r"(valid));
+}
+__device__ __forceinline__ void dm_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void dm_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+__device__ __forceinline__ void dm_ldsm4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void dm_ldsm2(uint32_t (&r)[2], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void dm_ldsm4_t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* d += a (16x16, row) . b (16x8, col) */
+__device__ __forceinline__ void dm_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats -> bf16x2 (lo in the low half), round to nearest even. */
+__device__ __forceinline__ uint32_t dm_pack(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
+ * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
+ * mla_kv_e4m3_f32. */
+__device__ __forceinline__ float dm_e4m3(uint32_t code, int fnuz)
+{
+    uint32_t s = (code & 0x80u) << 24, mag = code & 0x7fu;
+    float v = __uint_as_float(s | mag << 20) * (fnuz ? 0x1p119f : 0x1p120f);
+    int nan = fnuz ? code == 0x80u : mag == 0x7fu;
+    return nan ? __uint_as_float(s | 0x7fc00000u) : v;
+}
+
+/* Rows [c0, c0 + NK) of the block's sequence into dst (stride bytes apart): row_bytes / CH copies each,
+ * by DM_THREADS / NK threads per row; rows at or past n are zero-filled, so P . V never meets the
+ * cache pool's NaN poison. */
+template <int CH, int NK>
+__device__ __forceinline__ void dm_load_rows(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
+{
+    const int tpr = DM_THREADS / NK, j = threadIdx.x / tpr, per_row = kv.row_bytes / CH;
+    const int ok = j < n;
+    const uint8_t *src = ok ? kv_row(kv, slot, c0 + j) : kv.pool;
+    const uint32_t d = dm_smem(dst + (size_t)j * stride);
+    for (int c = threadIdx.x % tpr; c < per_row; c += tpr) dm_cp<CH>(d + c * CH, src + (ok ? c * CH : 0), ok ? CH : 0);
+}
+
+template <int NK>
+__device__ __forceinline__ void dm_load(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
+{
+    if (kv.row_bytes % 16 == 0)
+        dm_load_rows<16, NK>(kv, slot, c0, n, dst, stride);
+    else if (kv.row_bytes % 8 == 0)
+        dm_load_rows<8, NK>(kv, slot, c0, n, dst, stride);
+    else
+        dm_load_rows<4, NK>(kv, slot, c0, n, dst, stride);
+}
+
+/* Element x (>= the four-at-a-time part) of a raw row, f32. */
+__device__ __forceinline__ float dm_raw_one(const gpu_kv_desc &kv, const uint8_t *row, int x)
+{
+    const int C = kv.codec.c, L = C + kv.codec.r, tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE;
+    if (x >= L) return 0.0f;
+    if (kv.codec.format != MLA_KV_FP8_DS) return dm_e4m3(row[x], kv.codec.fp8_fnuz);
+    uint16_t b;
+    memcpy(&b, row + C + 4 * tiles + 2 * (x - C), 2);
+    return mla_kv_bf16_f32(b);
+}
+
+/* Two e4m3fn codes (the low 16 bits) -> two f32, exact: the hardware conversion to f16x2 (every e4m3
+ * value, subnormals and NaN included, is an f16), then widened. */
+__device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
+{
+    uint32_t h2;
+    asm("{ .reg .b16 c; cvt.u16.u32 c, %1; cvt.rn.f16x2.e4m3x2 %0, c; }" : "=r"(h2) : "r"(two));
+    __half2 h = *reinterpret_cast<__half2 *>(&h2);
+    return __half22float2(h);
+}
+
+/* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n). Thread
+ * (row tid / tpr, eight-column group tid % tpr + k tpr): no division, one row check. e4m3fn codes go
+ * through the hardware conversion (the first version decoded bit by bit and bound fp8 decode to
+ * ~400 GB/s on instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. */
+template <int NK>
+__device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t *__restrict__ raw,
+                         uint16_t *__restrict__ kb, int n)
+{
+    constexpr int tpr = DM_THREADS / NK;
+    const int C = kv.codec.c, fnuz = kv.codec.fp8_fnuz, ds = kv.codec.format == MLA_KV_FP8_DS;
+    const int fast_end = ds ? C : C + kv.codec.r, j = threadIdx.x / tpr; /* codes, eight at a time */
+    const uint8_t *row = raw + (size_t)j * g.rb;
+    uint16_t *dst = kb + (size_t)j * g.ldk;
+    for (int e = (threadIdx.x % tpr) * 8; e < g.lp; e += tpr * 8) {
+        float v[8];
+        if (j >= n) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = 0.0f;
+        } else if (e + 8 <= fast_end) {
+            const uint2 w = *reinterpret_cast<const uint2 *>(row + e);
+            const float sc = ds ? *reinterpret_cast<const float *>(row + C + 4 * (e / MLA_KV_DS_TILE)) : 1.0f;
+            if (!fnuz) {
+                float2 f0 = dm_e4m3x2(w.x), f1 = dm_e4m3x2(w.x >> 16), f2 = dm_e4m3x2(w.y), f3 = dm_e4m3x2(w.y >> 16);
+                v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
+                v[4] = f2.x; v[5] = f2.y; v[6] = f3.x; v[7] = f3.y;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[k] = dm_e4m3(((k < 4 ? w.x : w.y) >> (8 * (k % 4))) & 0xffu, 1);
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] *= sc;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = dm_raw_one(kv, row, e + k);
+        }
+        *reinterpret_cast<uint4 *>(dst + e) =
+            make_uint4(dm_pack(v[0], v[1]), dm_pack(v[2], v[3]), dm_pack(v[4], v[5]), dm_pack(v[6], v[7]));
+    }
+}
+
+template <int MT, int NK, int RAW>
+__global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_args a, dm_geom g)
+{
+    constexpr int HM = 16 * MT, WPM = DM_WARPS / MT, NTS = NK / 8 / WPM, PMAX = DM_CMAX / 16 / WPM, LDP = NK + 8;
+    static_assert(NTS >= 1 && (NTS == 1 || NTS % 2 == 0), "S n-tiles per warp: 1 or even");
+    extern __shared__ __align__(16) uint8_t dm_mem[];
+    uint16_t *qs = reinterpret_cast<uint16_t *>(dm_mem);
+    uint16_t *kb = qs + HM * g.ldk;                                      /* RAW: one bf16 tile; else two stages */
+    uint8_t *raw = reinterpret_cast<uint8_t *>(kb + (RAW ? 1 : 2) * NK * g.ldk); /* RAW: two stages */
+    uint16_t *ps = reinterpret_cast<uint16_t *>(raw + (RAW ? 2 * NK * g.rb : 0)), *ps_lo = ps + HM * LDP;
+    float *red_m = reinterpret_cast<float *>(ps_lo + (g.p_split ? HM * LDP : 0)), *red_l = red_m + MT * WPM * 16;
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, mt = warp / WPM, sub = warp % WPM;
+    const int gq = lane / 4, tq = lane % 4; /* fragment row and column pair */
+    const int C = a.kv.codec.c, L = C + a.kv.codec.r, t = blockIdx.x, h0 = blockIdx.y * HM, sp = blockIdx.z;
+    const gpu_seq s = a.seqs[a.tok_seq[t]];
+    const int pos = s.n_past + (t - s.tok0);
+    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
+    const int per = (total + a.splits - 1) / a.splits;
+    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + NK - 1) / NK;
+
+    /* Tile k goes to stage k & 1 (raw rows for fp8, else the bf16 K tile) and is commit group k. A
+     * stage is refilled as soon as it is consumed, so while a block waits for tile i + 1, tile i + 2
+     * is in flight too. */
+    auto issue = [&](int k) {
+        if (k >= ntiles) return;
+        const int c = j0 + k * NK;
+        uint8_t *dst = RAW ? raw + (k & 1) * NK * g.rb : reinterpret_cast<uint8_t *>(kb + (k & 1) * NK * g.ldk);
+        dm_load<NK>(a.kv, s.slot, c, min(NK, j1 - c), dst, RAW ? g.rb : g.ldk * 2);
+    };
+    issue(0); /* the first two tiles in flight while Q is converted */
+    dm_commit();
+    issue(1);
+    dm_commit();
+    for (int i = tid; i < HM * g.lp; i += DM_THREADS) {
+        int row = i / g.lp, e = i - row * g.lp, h = h0 + row;
+        float v = 0.0f;
+        if (h < a.h && e < L)
+            v = (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
+        qs[row * g.ldk + e] = (uint16_t)(dm_pack(v, 0.0f) & 0xffffu);
+    }
+    if (!RAW) /* pad columns [L, lp) of both K stages: cp.async writes only [0, L) */
+        for (int i = tid; i < 2 * NK * (g.lp - L); i += DM_THREADS) {
+            int row = i / (g.lp - L), e = L + i % (g.lp - L);
+            kb[row * g.ldk + e] = 0;
+        }
+
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+    float o[PMAX][2][4];
+#pragma unroll
+    for (int p = 0; p < PMAX; p++)
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[p][k][e] = 0.0f;
+    const int npair = C / 16, ppw = (npair + WPM - 1) / WPM, p0 = sub * ppw, p1 = min(p0 + ppw, npair);
+    const int kbase = sub * NTS * 8, qrow = mt * 16;
+
+    for (int it = 0; it < ntiles; it++) {
+        const int c0 = j0 + it * NK, n = min(NK, j1 - c0);
+        dm_wait_one(); /* groups 0 .. it are complete: tile it has landed */
+        __syncthreads(); /* ... for every thread's copies; everyone is done with tile it - 1 */
+        const uint16_t *kt = kb;
+        if (RAW) {
+            dm_widen<NK>(a.kv, g, raw + (it & 1) * NK * g.rb, kb, n);
+            __syncthreads(); /* raw stage it & 1 consumed */
+            issue(it + 2);
+            dm_commit();
+        } else {
+            kt = kb + (it & 1) * NK * g.ldk;
+        }
+
+        /* S = Q K^T for this warp's rows and keys */
+        float sc[NTS][4];
+#pragma unroll
+        for (int k = 0; k < NTS; k++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sc[k][e] = 0.0f;
+        const uint32_t qa = dm_smem(qs + (qrow + lane % 16) * g.ldk + (lane / 16) * 8);
+        for (int k0 = 0; k0 < g.lp; k0 += 16) {
+            uint32_t af[4];
+            dm_ldsm4(af, qa + k0 * 2);
+            if (NTS == 1) {
+                uint32_t bf[2];
+                dm_ldsm2(bf, dm_smem(kt + (kbase + lane % 8) * g.ldk + k0 + ((lane / 8) % 2) * 8));
+                dm_mma(sc[0], af, bf[0], bf[1]);
+            } else {
+#pragma unroll
+                for (int np = 0; np < NTS / 2; np++) {
+                    uint32_t bf[4];
+                    dm_ldsm4(bf, dm_smem(kt + (kbase + np * 16 + lane % 8 + (lane / 16) * 8) * g.ldk + k0 +
+                                         ((lane / 8) % 2) * 8));
+                    dm_mma(sc[2 * np], af, bf[0], bf[1]);
+                    dm_mma(sc[2 * np + 1], af, bf[2], bf[3]);
+                }
+            }
+        }
+
+        /* online softmax (base 2): masked keys at -inf, row maxima over the m-tile's warps */
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int k = 0; k < NTS; k++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int key = kbase + k * 8 + 2 * tq + (e & 1);
+                sc[k][e] = key < n ? sc[k][e] * g.s_mul : -INFINITY;
+                mx[e / 2] = fmaxf(mx[e / 2], sc[k][e]);
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        }
+        if (tq == 0) {
+            red_m[(mt * WPM + sub) * 16 + gq] = mx[0];
+            red_m[(mt * WPM + sub) * 16 + gq + 8] = mx[1];
+        }
+        __syncthreads();
+        float corr[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mn = m_run[r];
+#pragma unroll
+            for (int w = 0; w < WPM; w++) mn = fmaxf(mn, red_m[(mt * WPM + w) * 16 + gq + 8 * r]);
+            corr[r] = exp2f(m_run[r] - mn); /* m_run = -inf on the first tile: 0 */
+            m_run[r] = mn;
+            l_run[r] *= corr[r];
+        }
+#pragma unroll
+        for (int k = 0; k < NTS; k++) {
+            float p[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                p[e] = exp2f(sc[k][e] - m_run[e / 2]);
+                l_run[e / 2] += p[e];
+            }
+            int col = kbase + k * 8 + 2 * tq;
+            uint32_t h01 = dm_pack(p[0], p[1]), h23 = dm_pack(p[2], p[3]);
+            *reinterpret_cast<uint32_t *>(ps + (qrow + gq) * LDP + col) = h01;
+            *reinterpret_cast<uint32_t *>(ps + (qrow + gq + 8) * LDP + col) = h23;
+            if (g.p_split) { /* the remainders p - bf16(p), rounded: P to ~16 bits */
+                *reinterpret_cast<uint32_t *>(ps_lo + (qrow + gq) * LDP + col) =
+                    dm_pack(p[0] - __uint_as_float(h01 << 16), p[1] - __uint_as_float(h01 & 0xffff0000u));
+                *reinterpret_cast<uint32_t *>(ps_lo + (qrow + gq + 8) * LDP + col) =
+                    dm_pack(p[2] - __uint_as_float(h23 << 16), p[3] - __uint_as_float(h23 & 0xffff0000u));
+            }
+        }
+#pragma unroll
+        for (int pp = 0; pp < PMAX; pp++)
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                o[pp][k][0] *= corr[0];
+                o[pp][k][1] *= corr[0];
+                o[pp][k][2] *= corr[1];
+                o[pp][k][3] *= corr[1];
+            }
+        __syncthreads(); /* P of every key of the tile */
+
+        /* O += P V over this warp's output dims */
+#pragma unroll
+        for (int kk = 0; kk < NK; kk += 16) {
+            uint32_t af[4];
+            dm_ldsm4(af, dm_smem(ps + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
+            const uint16_t *vr = kt + (kk + lane % 8 + ((lane / 8) % 2) * 8) * g.ldk + (lane / 16) * 8;
+#pragma unroll
+            for (int pp = 0; pp < PMAX; pp++)
+                if (p0 + pp < p1) {
+                    uint32_t bf[4];
+                    dm_ldsm4_t(bf, dm_smem(vr + (p0 + pp) * 16));
+                    dm_mma(o[pp][0], af, bf[0], bf[1]);
+                    dm_mma(o[pp][1], af, bf[2], bf[3]);
+                }
+            if (g.p_split) {
+                dm_ldsm4(af, dm_smem(ps_lo + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
+#pragma unroll
+                for (int pp = 0; pp < PMAX; pp++)
+                    if (p0 + pp < p1) {
+                        uint32_t bf[4];
+                        dm_ldsm4_t(bf, dm_smem(vr + (p0 + pp) * 16));
+                        dm_mma(o[pp][0], af, bf[0], bf[1]);
+                        dm_mma(o[pp][1], af, bf[2], bf[3]);
+                    }
+            }
+        }
+        if (!RAW) {
+            __syncthreads(); /* K stage it & 1 consumed */
+            issue(it + 2);
+            dm_commit();
+        }
+    }
+
+    /* row sums over the lanes of a row, then over the m-tile's warps */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
+        l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
+    }
+    if (tq == 0) {
+        red_l[(mt * WPM + sub) * 16 + gq] = l_run[0];
+        red_l[(mt * WPM + sub) * 16 + gq + 8] = l_run[1];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int h = h0 + qrow + gq + 8 * r;
+        if (h >= a.h) continue;
+        float l = 0.0f;
+        for (int w = 0; w < WPM; w++) l += red_l[(mt * WPM + w) * 16 + gq + 8 * r];
+        const int64_t pi = ((int64_t)t * a.h + h) * a.splits + sp;
+        const float f = l > 0.0f ? g.o_mul / l : 0.0f;
+        float *dst = a.part_o + pi * C;
+#pragma unroll
+        for (int pp = 0; pp < PMAX; pp++)
+            if (p0 + pp < p1)
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    int d = (p0 + pp) * 16 + k * 8 + 2 * tq;
+                    *reinterpret_cast<float2 *>(dst + d) = make_float2(o[pp][k][2 * r] * f, o[pp][k][2 * r + 1] * f);
+                }
+        if (sub == 0 && tq == 0) a.part_lse[pi] = l > 0.0f ? (m_run[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+}
+
+/* Heads per block for h query heads: 16, 32 or 64. */
+static int dm_mt(int h) { return h <= 16 ? 1 : h <= 32 ? 2 : 4; }
+
+extern "C" int gpu_decode_mma_heads(int h) { return 16 * dm_mt(h); }
+
+extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
+{
+    int C = kv->codec.c, L = C + kv->codec.r;
+    mla_kv_format f = kv->codec.format;
+    return h >= 1 && C % 16 == 0 && C <= DM_CMAX && L <= DM_LMAX && kv->row_bytes % 4 == 0 &&
+           (f == MLA_KV_BF16 || f == MLA_KV_FP8 || f == MLA_KV_FP8_DS);
+}
+
+static dm_geom dm_geometry(const gpu_decode_args *a)
+{
+    const mla_kv_codec &k = a->kv.codec;
+    dm_geom g;
+    g.lp = (k.c + k.r + 15) / 16 * 16;
+    g.ldk = (g.lp + 55) / 64 * 64 + 8; /* smallest stride >= lp that is 8 (mod 64) */
+    g.rb = (a->kv.row_bytes + 15) / 16 * 16;
+    g.q_div = a->q_div > 0.0f ? a->q_div : 1.0f;
+    g.o_mul = k.format == MLA_KV_FP8 ? k.k_scale : 1.0f;
+    g.s_mul = a->scale * 1.4426950408889634f * g.q_div * g.o_mul;
+    static int p_split = -1; /* MLA_GPU_MMA_P, read once: a diagnostic of how much P's rounding matters */
+    if (p_split < 0) {
+        const char *pm = getenv("MLA_GPU_MMA_P");
+        p_split = pm && !strcmp(pm, "split");
+    }
+    g.p_split = p_split;
+    return g;
+}
+
+template <int MT, int NK, int RAW> static mla_status dm_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    constexpr int HM = 16 * MT;
+    size_t shm = (size_t)HM * g.ldk * 2 + (size_t)(RAW ? 1 : 2) * NK * g.ldk * 2 + (RAW ? (size_t)2 * NK * g.rb : 0) +
+                 (size_t)(g.p_split ? 2 : 1) * HM * (NK + 8) * 2 + (size_t)2 * MT * (DM_WARPS / MT) * 16 * 4;
+    static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
+    if (shm > attr) {
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_mma<MT, NK, RAW>),
+                                          hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+        attr = shm;
+    }
+    dim3 grid(a->t, (a->h + HM - 1) / HM, a->splits);
+    k_attn_decode_mma<MT, NK, RAW><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    MLA_HIP_LAUNCHED("k_attn_decode_mma");
+    return MLA_OK;
+}
+
+extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a)
+{
+    if (!gpu_decode_mma_fits(&a->kv, a->h))
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma decode: C %d, R %d, row %d bytes do not fit", a->kv.codec.c,
+                          a->kv.codec.r, a->kv.row_bytes);
+    const dm_geom g = dm_geometry(a);
+    const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
+    if (mt == 1) return raw ? dm_launch<1, 64, 1>(st, a, g) : dm_launch<1, 64, 0>(st, a, g);
+    if (mt == 2) return raw ? dm_launch<2, 64, 1>(st, a, g) : dm_launch<2, 64, 0>(st, a, g);
+    return raw ? dm_launch<4, 32, 1>(st, a, g) : dm_launch<4, 32, 0>(st, a, g);
+}
+
+#endif
