@@ -7,7 +7,8 @@
  *
  * Decode workloads run with the kernels --kernels names (default mma): "decode" (the first kernel),
  * "decode-t" (gpu_decode_tile.h, MLA_GPU_DECODE=tiled), "decode-m" (gpu_decode_mma.hip, tensor cores,
- * MLA_GPU_DECODE=mma); "/v" marks variable lengths. Prefill: the query-tiled kernel ("prefill-t").
+ * MLA_GPU_DECODE=mma); "/v" marks variable lengths. Prefill: "prefill-t" (gpu_prefill_tile.h) and
+ * "prefill-m" (gpu_prefill_mma.hip, tensor cores).
  * gpu/bench/torch_side_by_side.py times torch at the shapes of the --tsv file (device_suite.sh bench).
  * Counting follows FlashMLA / FA3: decode FLOPs = 2 s_q sum(s_k) h (576 + 512), bytes = sum(s_k) x
  * row bytes (K and V share storage) + Q + O; prefill FLOPs = 2 b h s (s / 2) (192 + 128), causal.
@@ -460,7 +461,7 @@ static void check_prefill(int b, int s, int h, int P, int R, int V, int C, float
 }
 
 /* Causal prefill of b sequences of s tokens with no cached context (MHA form, d_qk 192, d_v 128). */
-static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result_row *res)
+static void bench_prefill(bench_env *env, int b, int s, int h, gpu_prefill_kernel kern, result_row *res)
 {
     const int P = 128, R = 64, V = 128, C = 512;
     int T = b * s;
@@ -488,7 +489,7 @@ static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result
     float scale = 0.5f / sqrtf(192.0f);
     const gpu_prefill_args a = {.q_nope = qn, .q_pe = qp, .kvx = kvx, .ws_kpe = kpe, .tok_seq = d_ts, .seqs = d_seqs,
                                 .out = out, .lse = lse, .t = T, .h = h, .p = P, .r = R, .v = V, .scale = scale,
-                                .causal_plus = 0, .lse_bf16 = 0, .n_seqs = b, .max_new = s, .tiled = tiled};
+                                .causal_plus = 0, .lse_bf16 = 0, .n_seqs = b, .max_new = s, .kernel = kern};
     if (gpu_attn_prefill(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
@@ -505,7 +506,8 @@ static void bench_prefill(bench_env *env, int b, int s, int h, int tiled, result
     float ms = time_launch(env, launch_prefill, &a);
     double flops = 2.0 * b * h * (double)s * (s / 2.0) * (192 + 128);
     double bytes = (double)T * h * (P + R + P + V + V) * 2 + (double)T * R * 2;
-    snprintf(res->what, sizeof res->what, tiled ? "prefill-t" : "prefill");
+    static const char *const names[] = {"prefill", "prefill-t", "prefill-m"}; /* gpu_prefill_kernel */
+    snprintf(res->what, sizeof res->what, "%s", names[kern]);
     snprintf(res->kv, sizeof res->kv, "bf16");
     res->b = b; res->s_k = s; res->h = h; res->s_q = s; res->splits = 1; res->ms = ms;
     res->gbs = bytes / (ms * 1e-3) / 1e9;
@@ -617,11 +619,15 @@ int main(int argc, char **argv)
             }
     int saved_reps = env.reps;
     env.reps = quick ? 3 : 5; /* prefill launches take up to seconds */
-    static const int p1[3][2] = {{1, 4096}, {1, 8192}, {16, 1024}}; /* P1 (b, s) at h 128 */
-    for (int k = 0; k < (only >= 0 ? 0 : quick ? 1 : 3); k++) {
-        bench_prefill(&env, p1[k][0], p1[k][1], 128, 1, &rows[n]); /* the query-tiled kernel, the faster one */
-        print_row(stdout, &rows[n++]);
-    }
+    static const int p1[][3] = {{1, 4096, 128}, {1, 8192, 128}, {16, 1024, 128}, {1, 16384, 128},
+                                {4, 4096, 128},  {1, 8192, 64},   {1, 8192, 16}}; /* P1 (b, s, h) */
+    for (int k = 0; k < (only >= 0 ? 0 : quick ? 1 : 7); k++)
+        for (int pk = 1; pk < 3; pk++) /* the query-tiled SIMT kernel (the old best) on the first 3 only */
+            if (pk == GPU_PREFILL_MMA || k < 3) {
+                bench_prefill(&env, p1[k][0], p1[k][1], p1[k][2], (gpu_prefill_kernel)pk, &rows[n]);
+                print_row(stdout, &rows[n++]);
+                fflush(stdout);
+            }
     env.reps = saved_reps;
 
     int fails = 0;

@@ -8,7 +8,8 @@
  *    memory (gpu_decode_tile.h); mma: tensor cores (gpu_decode_mma.hip). Same partial
  *    outputs, same combine.
  *  - prefill, opt-in (MLA_GPU_PREFILL=tiled): one block per (32 query rows, head) sharing each key
- *    tile (gpu_prefill_tile.h), same parts, roundings and merge as the per-token kernel.
+ *    tile (gpu_prefill_tile.h), same parts, roundings and merge as the per-token kernel;
+ *    MLA_GPU_PREFILL=mma: tensor cores (gpu_prefill_mma.hip), P rounded to bf16.
  * Scores, softmax and P.V are fp32; outputs are rounded to bf16 once. */
 #include "gpu_decode_tile.h"
 #include "gpu_prefill_tile.h"
@@ -141,7 +142,8 @@ __global__ void __launch_bounds__(PT_THREADS) k_attn_prefill_tiled(pt_args a)
 extern "C" mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a)
 {
     if (a->t <= 0) return MLA_OK;
-    if (a->tiled && pt_fits(a->p, a->r, a->v)) {
+    if (a->kernel == GPU_PREFILL_MMA && gpu_prefill_mma_fits(a->p, a->r, a->v)) return gpu_attn_prefill_mma(st, a);
+    if (a->kernel == GPU_PREFILL_TILED && pt_fits(a->p, a->r, a->v)) {
         const pt_args pa = {.q_nope = a->q_nope, .q_pe = a->q_pe, .kvx = a->kvx, .ws_kpe = a->ws_kpe,
                             .seqs = a->seqs, .out = a->out, .lse = a->lse, .h = a->h, .p = a->p, .r = a->r,
                             .v = a->v, .scale = a->scale, .causal_plus = a->causal_plus, .lse_bf16 = a->lse_bf16};

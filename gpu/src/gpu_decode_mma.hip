@@ -18,7 +18,6 @@
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
-#include <cuda_fp16.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +40,10 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 
 #else
 
+#include <cuda_fp16.h>
+
+#include "gpu_mma.h"
+
 #define DM_THREADS 256
 #define DM_WARPS 8
 #define DM_CMAX 512 /* kv_lora_rank */
@@ -56,53 +59,6 @@ typedef struct dm_geom {
     float o_mul;  /* k_scale of an fp8 cache (1 otherwise) */
     int p_split;  /* MLA_GPU_MMA_P=split: P as bf16 hi + lo (two PV products, ~fp32 P) instead of bf16(P) */
 } dm_geom;
-
-__device__ __forceinline__ uint32_t dm_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-/* cp.async of CH bytes (16: through L2 only); valid 0 writes CH zero bytes and reads nothing. */
-template <int CH> __device__ __forceinline__ void dm_cp(uint32_t dst, const void *src, int valid)
-{
-    if (CH == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(CH), "r"(valid));
-}
-__device__ __forceinline__ void dm_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void dm_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-
-__device__ __forceinline__ void dm_ldsm4(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void dm_ldsm2(uint32_t (&r)[2], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-}
-__device__ __forceinline__ void dm_ldsm4_t(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-/* d += a (16x16, row) . b (16x8, col) */
-__device__ __forceinline__ void dm_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Two floats -> bf16x2 (lo in the low half), round to nearest even. */
-__device__ __forceinline__ uint32_t dm_pack(float lo, float hi)
-{
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
 
 /* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
  * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
@@ -124,8 +80,8 @@ __device__ __forceinline__ void dm_load_rows(const gpu_kv_desc &kv, int slot, in
     const int tpr = DM_THREADS / NK, j = threadIdx.x / tpr, per_row = kv.row_bytes / CH;
     const int ok = j < n;
     const uint8_t *src = ok ? kv_row(kv, slot, c0 + j) : kv.pool;
-    const uint32_t d = dm_smem(dst + (size_t)j * stride);
-    for (int c = threadIdx.x % tpr; c < per_row; c += tpr) dm_cp<CH>(d + c * CH, src + (ok ? c * CH : 0), ok ? CH : 0);
+    const uint32_t d = tc_smem(dst + (size_t)j * stride);
+    for (int c = threadIdx.x % tpr; c < per_row; c += tpr) tc_cp<CH>(d + c * CH, src + (ok ? c * CH : 0), ok ? CH : 0);
 }
 
 template <int NK>
@@ -196,7 +152,7 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
             for (int k = 0; k < 8; k++) v[k] = dm_raw_one(kv, row, e + k);
         }
         *reinterpret_cast<uint4 *>(dst + e) =
-            make_uint4(dm_pack(v[0], v[1]), dm_pack(v[2], v[3]), dm_pack(v[4], v[5]), dm_pack(v[6], v[7]));
+            make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
     }
 }
 
@@ -231,15 +187,15 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
         dm_load<NK>(a.kv, s.slot, c, min(NK, j1 - c), dst, RAW ? g.rb : g.ldk * 2);
     };
     issue(0); /* the first two tiles in flight while Q is converted */
-    dm_commit();
+    tc_commit();
     issue(1);
-    dm_commit();
+    tc_commit();
     for (int i = tid; i < HM * g.lp; i += DM_THREADS) {
         int row = i / g.lp, e = i - row * g.lp, h = h0 + row;
         float v = 0.0f;
         if (h < a.h && e < L)
             v = (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
-        qs[row * g.ldk + e] = (uint16_t)(dm_pack(v, 0.0f) & 0xffffu);
+        qs[row * g.ldk + e] = (uint16_t)(tc_pack(v, 0.0f) & 0xffffu);
     }
     if (!RAW) /* pad columns [L, lp) of both K stages: cp.async writes only [0, L) */
         for (int i = tid; i < 2 * NK * (g.lp - L); i += DM_THREADS) {
@@ -260,14 +216,14 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
 
     for (int it = 0; it < ntiles; it++) {
         const int c0 = j0 + it * NK, n = min(NK, j1 - c0);
-        dm_wait_one(); /* groups 0 .. it are complete: tile it has landed */
+        tc_wait_one(); /* groups 0 .. it are complete: tile it has landed */
         __syncthreads(); /* ... for every thread's copies; everyone is done with tile it - 1 */
         const uint16_t *kt = kb;
         if (RAW) {
             dm_widen<NK>(a.kv, g, raw + (it & 1) * NK * g.rb, kb, n);
             __syncthreads(); /* raw stage it & 1 consumed */
             issue(it + 2);
-            dm_commit();
+            tc_commit();
         } else {
             kt = kb + (it & 1) * NK * g.ldk;
         }
@@ -278,22 +234,22 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
         for (int k = 0; k < NTS; k++)
 #pragma unroll
             for (int e = 0; e < 4; e++) sc[k][e] = 0.0f;
-        const uint32_t qa = dm_smem(qs + (qrow + lane % 16) * g.ldk + (lane / 16) * 8);
+        const uint32_t qa = tc_smem(qs + (qrow + lane % 16) * g.ldk + (lane / 16) * 8);
         for (int k0 = 0; k0 < g.lp; k0 += 16) {
             uint32_t af[4];
-            dm_ldsm4(af, qa + k0 * 2);
+            tc_ldsm4(af, qa + k0 * 2);
             if (NTS == 1) {
                 uint32_t bf[2];
-                dm_ldsm2(bf, dm_smem(kt + (kbase + lane % 8) * g.ldk + k0 + ((lane / 8) % 2) * 8));
-                dm_mma(sc[0], af, bf[0], bf[1]);
+                tc_ldsm2(bf, tc_smem(kt + (kbase + lane % 8) * g.ldk + k0 + ((lane / 8) % 2) * 8));
+                tc_mma(sc[0], af, bf[0], bf[1]);
             } else {
 #pragma unroll
                 for (int np = 0; np < NTS / 2; np++) {
                     uint32_t bf[4];
-                    dm_ldsm4(bf, dm_smem(kt + (kbase + np * 16 + lane % 8 + (lane / 16) * 8) * g.ldk + k0 +
+                    tc_ldsm4(bf, tc_smem(kt + (kbase + np * 16 + lane % 8 + (lane / 16) * 8) * g.ldk + k0 +
                                          ((lane / 8) % 2) * 8));
-                    dm_mma(sc[2 * np], af, bf[0], bf[1]);
-                    dm_mma(sc[2 * np + 1], af, bf[2], bf[3]);
+                    tc_mma(sc[2 * np], af, bf[0], bf[1]);
+                    tc_mma(sc[2 * np + 1], af, bf[2], bf[3]);
                 }
             }
         }
@@ -337,14 +293,14 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
                 l_run[e / 2] += p[e];
             }
             int col = kbase + k * 8 + 2 * tq;
-            uint32_t h01 = dm_pack(p[0], p[1]), h23 = dm_pack(p[2], p[3]);
+            uint32_t h01 = tc_pack(p[0], p[1]), h23 = tc_pack(p[2], p[3]);
             *reinterpret_cast<uint32_t *>(ps + (qrow + gq) * LDP + col) = h01;
             *reinterpret_cast<uint32_t *>(ps + (qrow + gq + 8) * LDP + col) = h23;
             if (g.p_split) { /* the remainders p - bf16(p), rounded: P to ~16 bits */
                 *reinterpret_cast<uint32_t *>(ps_lo + (qrow + gq) * LDP + col) =
-                    dm_pack(p[0] - __uint_as_float(h01 << 16), p[1] - __uint_as_float(h01 & 0xffff0000u));
+                    tc_pack(p[0] - __uint_as_float(h01 << 16), p[1] - __uint_as_float(h01 & 0xffff0000u));
                 *reinterpret_cast<uint32_t *>(ps_lo + (qrow + gq + 8) * LDP + col) =
-                    dm_pack(p[2] - __uint_as_float(h23 << 16), p[3] - __uint_as_float(h23 & 0xffff0000u));
+                    tc_pack(p[2] - __uint_as_float(h23 << 16), p[3] - __uint_as_float(h23 & 0xffff0000u));
             }
         }
 #pragma unroll
@@ -362,32 +318,32 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
 #pragma unroll
         for (int kk = 0; kk < NK; kk += 16) {
             uint32_t af[4];
-            dm_ldsm4(af, dm_smem(ps + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
+            tc_ldsm4(af, tc_smem(ps + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
             const uint16_t *vr = kt + (kk + lane % 8 + ((lane / 8) % 2) * 8) * g.ldk + (lane / 16) * 8;
 #pragma unroll
             for (int pp = 0; pp < PMAX; pp++)
                 if (p0 + pp < p1) {
                     uint32_t bf[4];
-                    dm_ldsm4_t(bf, dm_smem(vr + (p0 + pp) * 16));
-                    dm_mma(o[pp][0], af, bf[0], bf[1]);
-                    dm_mma(o[pp][1], af, bf[2], bf[3]);
+                    tc_ldsm4_t(bf, tc_smem(vr + (p0 + pp) * 16));
+                    tc_mma(o[pp][0], af, bf[0], bf[1]);
+                    tc_mma(o[pp][1], af, bf[2], bf[3]);
                 }
             if (g.p_split) {
-                dm_ldsm4(af, dm_smem(ps_lo + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
+                tc_ldsm4(af, tc_smem(ps_lo + (qrow + lane % 16) * LDP + kk + (lane / 16) * 8));
 #pragma unroll
                 for (int pp = 0; pp < PMAX; pp++)
                     if (p0 + pp < p1) {
                         uint32_t bf[4];
-                        dm_ldsm4_t(bf, dm_smem(vr + (p0 + pp) * 16));
-                        dm_mma(o[pp][0], af, bf[0], bf[1]);
-                        dm_mma(o[pp][1], af, bf[2], bf[3]);
+                        tc_ldsm4_t(bf, tc_smem(vr + (p0 + pp) * 16));
+                        tc_mma(o[pp][0], af, bf[0], bf[1]);
+                        tc_mma(o[pp][1], af, bf[2], bf[3]);
                     }
             }
         }
         if (!RAW) {
             __syncthreads(); /* K stage it & 1 consumed */
             issue(it + 2);
-            dm_commit();
+            tc_commit();
         }
     }
 

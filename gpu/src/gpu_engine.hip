@@ -482,8 +482,15 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
         c->decode_kernel = GPU_DECODE_MMA;
     else
         return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_DECODE=%s: expected first, tiled or mma", dk);
-    const char *pk = getenv("MLA_GPU_PREFILL");
-    c->prefill_tiled = pk && !strcmp(pk, "tiled");
+    const char *pk = getenv("MLA_GPU_PREFILL"); /* first (default) | tiled | mma, as MLA_GPU_DECODE */
+    if (!pk || !*pk || !strcmp(pk, "first"))
+        c->prefill_kernel = GPU_PREFILL_FIRST;
+    else if (!strcmp(pk, "tiled"))
+        c->prefill_kernel = GPU_PREFILL_TILED;
+    else if (!strcmp(pk, "mma"))
+        c->prefill_kernel = GPU_PREFILL_MMA;
+    else
+        return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_PREFILL=%s: expected first, tiled or mma", pk);
     int L = g->num_hidden_layers, D = g->hidden_size, N = g->vocab_size, R = g->qk_rope_head_dim;
     c->layers = (gpu_layer *)calloc((size_t)L, sizeof(gpu_layer));
     c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));

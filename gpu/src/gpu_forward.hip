@@ -328,7 +328,7 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
             const gpu_prefill_args pa = {.q_nope = qn, .q_pe = qpe, .kvx = kvx, .ws_kpe = wkp, .tok_seq = d_ts,
                                          .seqs = d_seqs, .out = core, .lse = lse, .t = T, .h = H, .p = P, .r = R,
                                          .v = V, .scale = (float)scale, .causal_plus = plus, .lse_bf16 = lse16,
-                                         .n_seqs = S, .max_new = max_new, .tiled = c->prefill_tiled};
+                                         .n_seqs = S, .max_new = max_new, .kernel = c->prefill_kernel};
             TRY(gpu_attn_prefill(st, &pa));
         } else {
             uint16_t *qa, *olat;

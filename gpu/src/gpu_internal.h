@@ -63,7 +63,7 @@ typedef struct gpu_ctx {
     mla_run_opts opts;
     int loaded, fnuz, fp8w;
     int decode_kernel;   /* gpu_decode_kernel: MLA_GPU_DECODE=first (default) | tiled | mma at load */
-    int prefill_tiled;   /* MLA_GPU_PREFILL=tiled at load: the query-tiled prefill kernel */
+    int prefill_kernel;  /* gpu_prefill_kernel: MLA_GPU_PREFILL=first (default) | tiled | mma at load */
     int dev, n_sm;
     char dev_name[256];
     hipStream_t stream;
@@ -188,10 +188,15 @@ typedef struct gpu_prefill_args {
     int t, h, p, r, v;
     float scale;
     int causal_plus, lse_bf16;
-    int n_seqs, max_new; /* for the tiled kernel's grid */
-    int tiled;           /* 1: the query-tiled kernel (gpu_prefill_tile.h), when the shapes fit it */
+    int n_seqs, max_new; /* for the tiled kernels' grids */
+    int kernel;          /* gpu_prefill_kernel; one whose shapes do not fit falls back to the first */
 } gpu_prefill_args;
+/* The prefill kernels: the first (block per token and head), the query-tiled SIMT one
+ * (gpu_prefill_tile.h) and the tensor-core one (gpu_prefill_mma.hip, NVIDIA only). */
+typedef enum { GPU_PREFILL_FIRST = 0, GPU_PREFILL_TILED = 1, GPU_PREFILL_MMA = 2 } gpu_prefill_kernel;
 mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
+int gpu_prefill_mma_fits(int p, int r, int v);
+mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_args *a);
 
 /* The decode kernels: the first (block per token, head, split), the head-grouped SIMT one
  * (gpu_decode_tile.h) and the tensor-core one (gpu_decode_mma.hip). */
