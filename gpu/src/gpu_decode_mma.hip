@@ -435,6 +435,8 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
                           a->kv.codec.r, a->kv.row_bytes);
     const dm_geom g = dm_geometry(a);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
+    if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h)) /* the tiles the reference emulates (attn_tc) */
+        return mla_errorf(MLA_ERR_INVALID, "gpu: mma decode tile disagrees with mla_attn_tc_tile");
     if (mt == 1) return raw ? dm_launch<1, 64, 1>(st, a, g) : dm_launch<1, 64, 0>(st, a, g);
     if (mt == 2) return raw ? dm_launch<2, 64, 1>(st, a, g) : dm_launch<2, 64, 0>(st, a, g);
     return raw ? dm_launch<4, 32, 1>(st, a, g) : dm_launch<4, 32, 0>(st, a, g);

@@ -406,13 +406,18 @@ static mla_status poison_cache(gpu_ctx *c)
     return MLA_OK;
 }
 
+/* The cache row format of a profile. */
+static mla_kv_format gpu_kv_format(mla_profile p)
+{
+    return p == MLA_PROFILE_FP8KV ? MLA_KV_FP8 : p == MLA_PROFILE_FP8DS ? MLA_KV_FP8_DS : MLA_KV_BF16;
+}
+
 static mla_status setup_cache(gpu_ctx *c)
 {
     const mla_config *g = &c->cfg;
     int L = g->num_hidden_layers, C = g->kv_lora_rank, R = g->qk_rope_head_dim;
     const mla_run_opts *o = &c->opts;
-    mla_kv_format f = o->profile == MLA_PROFILE_FP8KV ? MLA_KV_FP8 : o->profile == MLA_PROFILE_FP8DS ? MLA_KV_FP8_DS
-                                                                                                  : MLA_KV_BF16;
+    mla_kv_format f = gpu_kv_format(o->profile);
     /* fp8_ds_mla codes are e4m3fn on every device (k_cache_write, as the reference's cache) */
     c->kv_codec = mla_kv_codec{.format = f, .fp8_fnuz = f == MLA_KV_FP8 ? c->fnuz : 0, .c = C, .r = R,
                                .k_scale = (float)o->kv_scale};
@@ -442,6 +447,17 @@ static mla_status setup_cache(gpu_ctx *c)
     return upload((void **)&c->d_tables, c->h_tables, (size_t)c->n_blocks * 4);
 }
 
+/* A kernel name (MLA_GPU_DECODE / MLA_GPU_PREFILL) as gpu_decode_kernel / gpu_prefill_kernel (same
+ * numbering); unset: mma under attn_tc, else first; -1 for an unknown name. */
+static int gpu_kernel_named(const char *name, int attn_tc)
+{
+    if (!name || !*name) return attn_tc ? GPU_DECODE_MMA : GPU_DECODE_FIRST;
+    if (!strcmp(name, "first")) return GPU_DECODE_FIRST;
+    if (!strcmp(name, "tiled")) return GPU_DECODE_TILED;
+    if (!strcmp(name, "mma")) return GPU_DECODE_MMA;
+    return -1;
+}
+
 static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opts)
 {
     gpu_ctx *c = (gpu_ctx *)vctx;
@@ -464,6 +480,29 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
     if (opts->profile == MLA_PROFILE_FP8DS && g->kv_lora_rank % 128)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: fp8ds needs kv_lora_rank a multiple of 128, got %d",
                           g->kv_lora_rank);
+    /* Kernels: first (default) | tiled | mma from MLA_GPU_DECODE / MLA_GPU_PREFILL; opts.attn_tc asks for
+     * the mma kernels (P rounded to bf16, which the reference emulates only under attn_tc) and is
+     * refused where they cannot run, so a run never claims rounding it did not do. */
+    const char *dk = getenv("MLA_GPU_DECODE"), *pk = getenv("MLA_GPU_PREFILL");
+    int kd = gpu_kernel_named(dk, opts->attn_tc), kp = gpu_kernel_named(pk, opts->attn_tc);
+    if (kd < 0) return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_DECODE=%s: expected first, tiled or mma", dk);
+    if (kp < 0) return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_PREFILL=%s: expected first, tiled or mma", pk);
+    if (opts->attn_tc) {
+        const mla_kv_format fmt = gpu_kv_format(opts->profile);
+        gpu_kv_desc kv;
+        memset(&kv, 0, sizeof kv);
+        kv.codec.format = fmt;
+        kv.codec.c = g->kv_lora_rank;
+        kv.codec.r = g->qk_rope_head_dim;
+        kv.row_bytes = (int)mla_kv_row_bytes(fmt, g->kv_lora_rank, g->qk_rope_head_dim);
+        if (kd != GPU_DECODE_MMA || kp != GPU_PREFILL_MMA || !gpu_decode_mma_fits(&kv, g->num_attention_heads) ||
+            !gpu_prefill_mma_fits(g->qk_nope_head_dim, g->qk_rope_head_dim, g->v_head_dim))
+            return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: attn_tc needs the mma kernels (NVIDIA; C %d, R %d, P %d, V %d, "
+                              "MLA_GPU_DECODE/PREFILL unset or mma)", g->kv_lora_rank, g->qk_rope_head_dim,
+                              g->qk_nope_head_dim, g->v_head_dim);
+    }
+    c->decode_kernel = kd;
+    c->prefill_kernel = kp;
     c->model = model;
     c->cfg = *g;
     c->opts = *opts;
@@ -471,26 +510,6 @@ static mla_status gpu_load(void *vctx, mla_model *model, const mla_run_opts *opt
     if (c->opts.q_scale <= 0.0) c->opts.q_scale = 1.0;
     c->fnuz = opts->fp8_kind == MLA_FP8_FNUZ;
     c->fp8w = opts->profile == MLA_PROFILE_FP8W;
-    /* first (default) | tiled | mma. mma rounds P to bf16 as production kernels do; the reference does
-     * not emulate that yet, so it is opt-in until it does (gpu/NOTES.md, issue 14). */
-    const char *dk = getenv("MLA_GPU_DECODE");
-    if (!dk || !*dk || !strcmp(dk, "first"))
-        c->decode_kernel = GPU_DECODE_FIRST;
-    else if (!strcmp(dk, "tiled"))
-        c->decode_kernel = GPU_DECODE_TILED;
-    else if (!strcmp(dk, "mma"))
-        c->decode_kernel = GPU_DECODE_MMA;
-    else
-        return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_DECODE=%s: expected first, tiled or mma", dk);
-    const char *pk = getenv("MLA_GPU_PREFILL"); /* first (default) | tiled | mma, as MLA_GPU_DECODE */
-    if (!pk || !*pk || !strcmp(pk, "first"))
-        c->prefill_kernel = GPU_PREFILL_FIRST;
-    else if (!strcmp(pk, "tiled"))
-        c->prefill_kernel = GPU_PREFILL_TILED;
-    else if (!strcmp(pk, "mma"))
-        c->prefill_kernel = GPU_PREFILL_MMA;
-    else
-        return mla_errorf(MLA_ERR_INVALID, "gpu: MLA_GPU_PREFILL=%s: expected first, tiled or mma", pk);
     int L = g->num_hidden_layers, D = g->hidden_size, N = g->vocab_size, R = g->qk_rope_head_dim;
     c->layers = (gpu_layer *)calloc((size_t)L, sizeof(gpu_layer));
     c->taps = (gpu_tap *)calloc((size_t)(L + 1) * MLA_TAP_COUNT, sizeof(gpu_tap));

@@ -274,6 +274,8 @@ extern "C" mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_arg
 {
     if (!gpu_prefill_mma_fits(a->p, a->r, a->v))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma prefill: P %d, R %d, V %d do not fit", a->p, a->r, a->v);
+    if (PM_BN != mla_attn_tc_tile(0, a->h)) /* the tiles the reference emulates (attn_tc) */
+        return mla_errorf(MLA_ERR_INVALID, "gpu: mma prefill tile disagrees with mla_attn_tc_tile");
     pm_geom g;
     g.lqk = (a->p + a->r + 15) / 16 * 16;
     g.ldk = pm_stride(g.lqk);

@@ -105,7 +105,7 @@ const char *mla_suite_suggest(const char *word, const char *const *candidates, i
     X(K_ENGINES, "engines") X(K_AGAINST, "against") X(K_PATHS, "paths") X(K_PREFILL_LEN, "prefill_len") \
     X(K_CHUNK, "chunk") X(K_PROFILES, "profiles") X(K_CHECKS, "checks") X(K_KV_LENS, "kv_lens") \
     X(K_FAULTS, "faults") X(K_SEED, "seed") X(K_BLOCK_SIZE, "block_size") X(K_E4M3, "e4m3") \
-    X(K_SCHEDULE, "schedule") X(K_KV_SCALE, "kv_scale")
+    X(K_SCHEDULE, "schedule") X(K_KV_SCALE, "kv_scale") X(K_ATTN, "attn")
 
 enum {
 #define X(e, n) e,
@@ -648,6 +648,14 @@ static mla_status apply(parser *p, mla_suite_case *c, int key, int line, const c
         }
         break;
     case K_KV_SCALE: st = set_scale(p, line, "kv_scale", v, &c->kv_scale); break;
+    case K_ATTN:
+        if (strcmp(v, "exact") == 0) c->attn_tc = 0;
+        else if (strcmp(v, "tc") == 0) c->attn_tc = 1;
+        else {
+            static const char *const e[] = {"exact", "tc"};
+            st = unknown_word(p, line, "attention numerics", v, "attn", e, 2);
+        }
+        break;
     default: st = perr(p, line, "internal: key %d", key);
     }
     free(v);

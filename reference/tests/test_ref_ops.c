@@ -365,12 +365,63 @@ static void test_faults_resolve(void **state)
     assert_true(!nm.round_bf16 && !nm.round_f32 && !nm.rope_fp32_angle && !nm.q_fp8);
 }
 
+/* The tensor-core softmax weights (ref_softmax_rows_tc) against the kernel's own algorithm written out:
+ * keys in tiles, a running maximum, the output and the row sum rescaled by exp(m_old - m_new) at each
+ * tile, P rounded to bf16 before it meets V. They must agree to rounding; and they must differ from the
+ * exact softmax by about bf16's precision (else the emulation would be a no-op). */
+static void test_softmax_tc(void **state)
+{
+    (void)state;
+    enum { NK = 150, DV = 5, TILE = 64 };
+    double s[NK], w[NK], w_exact[NK], v[NK * DV], lse, lse_exact;
+    for (int trial = 0; trial < 20; trial++) {
+        for (int j = 0; j < NK; j++) s[j] = 4.0 * urand() + (j > 70 ? 1.5 : 0.0); /* the maximum moves late */
+        fill(v, NK * DV);
+        int64_t vis = 20 + trial * 6; /* partial last tiles, tiles past the visible keys */
+        memcpy(w, s, sizeof s);
+        memcpy(w_exact, s, sizeof s);
+        ref_softmax_rows_tc(w, &lse, &vis, 1, NK, TILE);
+        ref_softmax_rows(w_exact, &lse_exact, &vis, 1, NK);
+        double m = -INFINITY, l = 0, o[DV] = {0}, o_tc[DV] = {0}, o_ex[DV] = {0};
+        for (int t0 = 0; t0 < vis; t0 += TILE) {
+            int t1 = t0 + TILE < vis ? t0 + TILE : (int)vis;
+            double mn = m;
+            for (int j = t0; j < t1; j++) mn = s[j] > mn ? s[j] : mn;
+            double corr = exp(m - mn);
+            l *= corr;
+            for (int d = 0; d < DV; d++) o[d] *= corr;
+            for (int j = t0; j < t1; j++) {
+                double p = exp(s[j] - mn);
+                l += p;
+                for (int d = 0; d < DV; d++) o[d] += mla_round_bf16(p) * v[j * DV + d];
+            }
+            m = mn;
+        }
+        double diff = 0, norm = 0;
+        for (int d = 0; d < DV; d++) {
+            o[d] /= l;
+            for (int j = 0; j < NK; j++) {
+                o_tc[d] += w[j] * v[j * DV + d];
+                o_ex[d] += w_exact[j] * v[j * DV + d];
+            }
+            diff += (o_tc[d] - o_ex[d]) * (o_tc[d] - o_ex[d]);
+            norm += o_ex[d] * o_ex[d];
+        }
+        assert_close(o_tc, o, DV, "tensor-core softmax weights vs the online algorithm");
+        assert_true(fabs(lse - (m + log(l))) < TOL && fabs(lse - lse_exact) < TOL);
+        for (int j = (int)vis; j < NK; j++) assert_true(w[j] == 0.0);
+        double rel = sqrt(diff / norm);
+        assert_true(rel > 1e-5 && rel < 1e-2); /* P's bf16 rounding shows, at bf16's scale */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_forms), cmocka_unit_test(test_lse_merge),
         cmocka_unit_test(test_rope_pairing),    cmocka_unit_test(test_paged_cache),
         cmocka_unit_test(test_route_group_limited), cmocka_unit_test(test_faults_resolve),
+        cmocka_unit_test(test_softmax_tc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,9 @@
  *   kv_scale = 0.37            fp8kv per-tensor cache scale (vLLM k_scale: code = value / scale), 1.0
  *                              by default; recorded in every dump's /meta with the e4m3 kind, and a
  *                              golden made under another scale or kind is refused
+ *   attn     = tc              exact (default) | tc: attention rounds as tensor-core kernels do (P
+ *                              bf16 per key tile, mla_run_opts.attn_tc): the GPU engine runs its mma
+ *                              kernels and the reference emulates them (reference/NUMERICS.md)
  *
  * Lists take commas (prompts take ';' because a prompt has commas inside). Every error is
  * MLA_ERR_FORMAT with "origin:line: what (did you mean 'x'?)" in mla_last_error(). */
@@ -145,6 +148,7 @@ typedef struct mla_suite_case {
     int e4m3_fnuz;                   /* 0 = e4m3fn (default), 1 = e4m3fnuz */
     int schedule;                    /* 0 = lockstep (default), 1 = staggered */
     double kv_scale;                 /* fp8kv cache scale, > 0; default 1.0 */
+    int attn_tc;                     /* attn = tc: mla_run_opts.attn_tc */
 } mla_suite_case;
 
 typedef struct mla_suite {

@@ -174,17 +174,19 @@ void chk_run_opts(const chk_run *r, mla_profile prof, int faults, const chk_grou
     ro->faults = faults ? r->o->faults | r->cs->faults : 0; /* injected into candidates only */
     ro->kv_splits = r->kv_splits > 0 ? r->kv_splits : r->o->kv_splits;
     ro->seed = r->cs->seed;
+    ro->attn_tc = r->cs->attn_tc;
     ro->shuffle_blocks = g->n > 1; /* batches also exercise non-identity block tables */
 }
 
 /* Field by field: the struct has padding, so memcmp could tell equal options apart. */
-_Static_assert(sizeof(mla_run_opts) == 64, "a new mla_run_opts field must join run_opts_same");
+_Static_assert(sizeof(mla_run_opts) == 72, "a new mla_run_opts field must join run_opts_same");
 static int run_opts_same(const mla_run_opts *a, const mla_run_opts *b)
 {
     return a->profile == b->profile && a->block_size == b->block_size && a->max_seqs == b->max_seqs &&
            a->max_seq_len == b->max_seq_len && a->fp8_kind == b->fp8_kind && a->kv_scale == b->kv_scale &&
            a->fp8_query == b->fp8_query && a->q_scale == b->q_scale && a->kv_splits == b->kv_splits &&
-           a->shuffle_blocks == b->shuffle_blocks && a->faults == b->faults && a->seed == b->seed;
+           a->shuffle_blocks == b->shuffle_blocks && a->faults == b->faults && a->seed == b->seed &&
+           a->attn_tc == b->attn_tc;
 }
 
 _Static_assert(sizeof(mla_drive_opts) == 6 * sizeof(int), "a new mla_drive_opts field must join drive_opts_same");

@@ -51,7 +51,17 @@ typedef struct mla_run_opts {
     int shuffle_blocks;   /* 1: block tables are a seeded permutation of the pool (not identity) */
     unsigned faults;      /* MLA_FAULT(...) bits */
     unsigned seed;
+    /* 1: attention rounds as tensor-core kernels do (reference/NUMERICS.md "tensor-core attention"):
+     * P to bf16 before P.V, within an online softmax over tiles of mla_attn_tc_tile() keys. The GPU
+     * engine runs its mma kernels, the reference emulates them. Appended last, so a plugin built
+     * before it reads the fields above unchanged. */
+    int attn_tc;
 } mla_run_opts;
+
+/* Keys per tile of the tensor-core attention kernels, for decode (absorbed form, `heads` query heads)
+ * or prefill: the tile boundaries (from key 0 of a part or KV split) where their running softmax
+ * maximum moves, which is what P's bf16 rounding is relative to. */
+static inline int mla_attn_tc_tile(int decode, int heads) { return decode && heads > 32 ? 32 : 64; }
 
 void mla_run_opts_default(mla_run_opts *o);
 

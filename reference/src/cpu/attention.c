@@ -14,7 +14,8 @@
  * q[n,dq], k[nk,dq], v[nk,dv]; query i sees keys j < vis_base + i + 1 + slack (causal) or all
  * (vis_base < 0). o[n,dv], lse[n]. */
 static mla_status attn_part(double *o, double *lse, const double *q, const double *k, const double *v, int64_t n,
-                            int64_t nk, int64_t dq, int64_t dv, double scale, int64_t vis_base, int slack)
+                            int64_t nk, int64_t dq, int64_t dv, double scale, int64_t vis_base, int slack,
+                            int64_t p_tile)
 {
     if (nk == 0) {
         memset(o, 0, (size_t)(n * dv) * sizeof(double));
@@ -37,7 +38,10 @@ static mla_status attn_part(double *o, double *lse, const double *q, const doubl
         ref_matmul_nt(q + i0 * dq, k, m, dq, kb, s);
         for (int64_t i = 0; i < m * kb; i++) s[i] *= scale;
         for (int64_t i = 0; i < m; i++) vis[i] = vis_base < 0 ? nk : vis_base + i0 + i + 1 + slack;
-        ref_softmax_rows(s, lse + i0, vis, m, kb);
+        if (p_tile > 0)
+            ref_softmax_rows_tc(s, lse + i0, vis, m, kb, p_tile);
+        else
+            ref_softmax_rows(s, lse + i0, vis, m, kb);
         ref_matmul_nn(s, v, m, kb, dv, o + i0 * dv);
     }
     free(s);
@@ -92,7 +96,7 @@ static void mha_head(void *arg, int64_t h)
         memcpy(kh + j * Dqk + P, J->k_pe_new + j * R, (size_t)R * sizeof(double));
         memcpy(vh + j * V, J->kv_new + j * H * W + h * W + P, (size_t)V * sizeof(double));
     }
-    if (attn_part(oa, la, qh, kh, vh, n, n, Dqk, V, f->softmax_scale, 0, f->mask_slack)) goto fail;
+    if (attn_part(oa, la, qh, kh, vh, n, n, Dqk, V, f->softmax_scale, 0, f->mask_slack, nm->p_tile_prefill)) goto fail;
     if (n_past > 0) {
         for (int64_t i = 0; i < n * V; i++) oa[i] = ref_rnd(nm, oa[i]);
         for (int64_t i = 0; i < n; i++) la[i] = ref_rnd32(nm, la[i]);
@@ -101,7 +105,7 @@ static void mha_head(void *arg, int64_t h)
             memcpy(kh + j * Dqk + P, J->ctx_pe + j * R, (size_t)R * sizeof(double));
             memcpy(vh + j * V, J->kv_ctx + j * H * W + h * W + P, (size_t)V * sizeof(double));
         }
-        if (attn_part(ob, lb, qh, kh, vh, n, n_past, Dqk, V, f->softmax_scale, -1, 0)) goto fail;
+        if (attn_part(ob, lb, qh, kh, vh, n, n_past, Dqk, V, f->softmax_scale, -1, 0, nm->p_tile_prefill)) goto fail;
         for (int64_t i = 0; i < n * V; i++) ob[i] = ref_rnd(nm, ob[i]);
         for (int64_t i = 0; i < n; i++) {
             lb[i] = ref_rnd32(nm, lb[i]);
@@ -203,7 +207,10 @@ mla_status ref_attn_mqa(double *core, double *lse, double *q_abs, const double *
         ref_matmul_nt(qf + t * H * L, rows, H, L, S, s);
         for (int64_t i = 0; i < H * S; i++) s[i] *= f->softmax_scale;
         for (int64_t h = 0; h < H; h++) vis[h] = n_past + t + 1 + f->mask_slack;
-        ref_softmax_rows(s, lse + t * H, vis, H, S);
+        if (nm->p_tile_decode > 0) /* one KV split: tiles from key 0 (NUMERICS.md) */
+            ref_softmax_rows_tc(s, lse + t * H, vis, H, S, nm->p_tile_decode);
+        else
+            ref_softmax_rows(s, lse + t * H, vis, H, S);
         for (int64_t h = 0; h < H; h++) lse[t * H + h] = ref_rnd32(nm, lse[t * H + h]);
         ref_matmul_nn(s, vc, H, S, C, ol);
         ref_rnd_vec(nm, ol, H * C);

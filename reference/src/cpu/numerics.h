@@ -19,6 +19,9 @@ typedef struct ref_numerics {
     int q_fp8;
     mla_dtype q_fp8_type;
     double q_fp8_scale;
+    /* attn_tc: keys per softmax tile of the tensor-core kernels whose P rounding is emulated
+     * (ref_softmax_rows_tc); 0 = none (P exact) */
+    int p_tile_decode, p_tile_prefill;
 } ref_numerics;
 
 /* The planted faults (faults.h MLA_FAULT_LIST) as the values the ops use. All faults off: the

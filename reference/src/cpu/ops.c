@@ -237,6 +237,41 @@ void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int
     }
 }
 
+/* The weights a tensor-core kernel applies (NUMERICS.md "tensor-core attention"): an online softmax
+ * over tiles of `tile` keys from key 0, each probability rounded to bf16 relative to the running
+ * maximum of the tiles so far, then carried to the final maximum; the denominator sums the unrounded
+ * probabilities (as FlashAttention / FlashMLA keep the row sum in fp32). */
+void ref_softmax_rows_tc(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk, int64_t tile)
+{
+    for (int64_t i = 0; i < m; i++) {
+        double *r = s + i * nk;
+        int64_t v = vis[i] < nk ? vis[i] : nk;
+        if (v <= 0) {
+            memset(r, 0, (size_t)nk * sizeof(double));
+            lse[i] = -INFINITY;
+            continue;
+        }
+        double mf = r[0];
+        for (int64_t j = 1; j < v; j++)
+            if (r[j] > mf) mf = r[j];
+        double run = -INFINITY, sum = 0.0;
+        for (int64_t t0 = 0; t0 < v; t0 += tile) {
+            int64_t t1 = t0 + tile < v ? t0 + tile : v;
+            for (int64_t j = t0; j < t1; j++)
+                if (r[j] > run) run = r[j];
+            double carry = exp(run - mf);
+            for (int64_t j = t0; j < t1; j++) {
+                double p = exp(r[j] - run);
+                sum += p * carry;
+                r[j] = mla_round_bf16(p) * carry;
+            }
+        }
+        for (int64_t j = 0; j < v; j++) r[j] /= sum;
+        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
+        lse[i] = mf + log(sum);
+    }
+}
+
 void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm)
 {
     int64_t half = rope->R / 2;
