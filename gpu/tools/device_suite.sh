@@ -8,7 +8,8 @@
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
-#           gpu/bench/torch_side_by_side.py at the same shapes in the same session
+#           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
+#           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
 # Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
@@ -52,6 +53,7 @@ if want bench; then
     t0=$(date +%s)
     python3 gpu/bench/torch_side_by_side.py "$OUTDIR/bench.tsv" --out "$OUTDIR/torch.tsv" | tee -a "$OUTDIR/bench.md"
     echo "torch side by side: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+    python3 gpu/bench/roofline.py "$OUTDIR/bench.tsv" --svg "$OUTDIR/roofline.svg" >>"$OUTDIR/bench.md" 2>&1
 fi
 if want gpu; then
     t0=$(date +%s)
