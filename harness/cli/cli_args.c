@@ -3,6 +3,8 @@
  * option is named with the closest one. */
 #include "cli.h"
 
+#include "mlacheck/suite.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,11 +60,13 @@ int cli_next(cli_parser *p)
             const char *cands[CLI_MAX_OPTS];
             int n = 0;
             for (const cli_opt *o = p->cmd->opts; o->name && n < CLI_MAX_OPTS; o++) cands[n++] = o->name;
+            const char *best = mla_suite_suggest(name, cands, n);
+            if (best) snprintf(sug, sizeof sug, " (did you mean --%s?)", best);
+            else sug[0] = 0;
             if (arg[0] == '-' && arg[1] != '-' && optopt)
                 fprintf(stderr, "mlacheck %s: unknown option -%c\n", cmd, optopt);
             else
-                fprintf(stderr, "mlacheck %s: unknown option --%s%s\n", cmd, name,
-                        cli_did_you_mean(name, cands, n, sug, sizeof sug));
+                fprintf(stderr, "mlacheck %s: unknown option --%s%s\n", cmd, name, sug);
         }
         fprintf(stderr, "usage: mlacheck %s [options]%s%s (mlacheck help %s lists them)\n", cmd,
                 p->cmd->args[0] ? " " : "", p->cmd->args, cmd);

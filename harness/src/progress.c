@@ -109,6 +109,12 @@ static const char *verdict_word(int verdict, int error)
     return verdict == MLA_REP_FAIL ? (error ? "ERROR" : "FAIL") : verdict == MLA_REP_PASS ? "PASS" : "SKIP";
 }
 
+/* "run" / "run@gpu": the engine drives the checks share, not a check */
+static int is_drive(const char *name)
+{
+    return !strncmp(name, "run", 3) && (name[3] == 0 || name[3] == '@');
+}
+
 static void heartbeat(mla_progress *p)
 {
     double now = mono_now(), el = now - p->t0;
@@ -119,7 +125,9 @@ static void heartbeat(mla_progress *p)
     fprintf(p->o.out, "heartbeat: %s elapsed, %lld of %lld check calls done, %s; running %s / %s", e,
             (long long)p->done, (long long)p->total, eta, p->case_name[0] ? p->case_name : "-",
             p->profile[0] ? p->profile : "-");
-    if (p->running[0]) fprintf(p->o.out, " / %s for %.0f s", p->running, now - p->running_t0);
+    if (p->running[0])
+        fprintf(p->o.out, " / %s%s for %.0f s", p->running, is_drive(p->running) ? " (engine drives)" : "",
+                now - p->running_t0);
     fputc('\n', p->o.out);
     fflush(p->o.out);
     p->last_beat = now;
