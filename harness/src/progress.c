@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 /* A check of the current (case, profile): its time and the worst of its verdicts. */
@@ -76,6 +77,12 @@ static void fmt_eta(const mla_progress *p, double elapsed, char *out, size_t n)
     snprintf(out, n, "ETA %s", d);
 }
 
+/* "run" / "run@gpu": the engine drives the checks share, not a check */
+static int is_drive(const char *name)
+{
+    return !strncmp(name, "run", 3) && (name[3] == 0 || name[3] == '@');
+}
+
 static void live_clear(mla_progress *p)
 {
     if (p->live_shown) fputs("\r\033[K", p->o.out);
@@ -89,8 +96,14 @@ static void live_draw(mla_progress *p)
     char e[32], eta[40];
     fmt_dur(e, sizeof e, el);
     fmt_eta(p, el, eta, sizeof eta);
-    fprintf(p->o.out, "\r\033[K[%s %3d%% %s] %s / %s%s%s", e, (int)(100 * fraction(p)), eta, p->case_name, p->profile,
-            p->running[0] ? " / " : "", p->running);
+    /* cut to the terminal's width: a wrapped line cannot be redrawn in place */
+    char line[512];
+    struct winsize ws;
+    int w = ioctl(fileno(p->o.out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col - 1 : 79;
+    snprintf(line, sizeof line, "[%s %3d%% %s] %s / %s%s%s%s", e, (int)(100 * fraction(p)), eta, p->case_name,
+             p->profile, p->running[0] ? " / " : "", p->running, is_drive(p->running) ? " (engine drives)" : "");
+    if (w < (int)sizeof line) line[w] = 0;
+    fprintf(p->o.out, "\r\033[K%s", line);
     fflush(p->o.out);
     p->live_shown = 1;
 }
@@ -107,12 +120,6 @@ static void line_head(mla_progress *p)
 static const char *verdict_word(int verdict, int error)
 {
     return verdict == MLA_REP_FAIL ? (error ? "ERROR" : "FAIL") : verdict == MLA_REP_PASS ? "PASS" : "SKIP";
-}
-
-/* "run" / "run@gpu": the engine drives the checks share, not a check */
-static int is_drive(const char *name)
-{
-    return !strncmp(name, "run", 3) && (name[3] == 0 || name[3] == '@');
 }
 
 static void heartbeat(mla_progress *p)

@@ -428,6 +428,9 @@ names)
         fail "-k ran checks it did not select"
     [ "$n" -ge 4 ] || { cat "$TMP"/k/*/summary.md; fail "-k: expected fp8kv, fp8ds, fp8w goldens and determinism, got $n rows"; }
     echo "-k: $n verdicts, all selected"
+    # no command is `mlacheck run`, options included
+    expect_code 0 "$MLA" -k 'tiny-v3-golden/golden/fp64' --quiet --results "$TMP/nocmd"
+    [ "$(grep -c '| pass |' "$TMP"/nocmd/*/summary.md)" -ge 1 ] || fail "no command did not run the ci suite"
     ;;
 progress)
     # stderr not a terminal: one line per check as it finishes (verdict, case / check / profile,
