@@ -8,6 +8,7 @@
 #include "mlacheck/runner.h"
 #include "mlacheck/suite.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +28,16 @@ int cli_check_engine(const char *cmd, const char *engine)
     if (!strncmp(engine, "plugin:", 7)) {
         struct stat sb;
         const char *path = engine + 7;
+        if (path[0] && !strchr(path, '/')) {
+            /* a bare name: dlopen searches the library path for it, so ask dlopen */
+            void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+            if (h) {
+                dlclose(h);
+                return 0;
+            }
+            fprintf(stderr, "mlacheck %s: --engine %s: cannot load '%s': %s\n", cmd, engine, path, dlerror());
+            return -1;
+        }
         if (!path[0] || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, R_OK) != 0) {
             fprintf(stderr, "mlacheck %s: --engine %s: plugin library '%s' %s\n", cmd, engine, path,
                     !path[0] ? "is empty: expected plugin:PATH.so" : "is not a readable file");
