@@ -4,6 +4,9 @@
 
 #include "mla/mla.h"
 
+#include <getopt.h>
+#include <stdio.h>
+
 enum {
     CLI_EXIT_PASS = 0,
     CLI_EXIT_FAIL = 1,
@@ -12,6 +15,87 @@ enum {
     CLI_EXIT_SKIP = 77,
     CLI_EXIT_BISECT_SKIP = 125
 };
+
+/* ---- the command table (cli_table.c): the one source of the parser, the help and the man page ----
+ * Adding a command: one cli_cmd row in cli_table.c (name, function, arguments, summary, options)
+ * and its function, which reads its options with cli_parser_init / cli_next. */
+typedef enum {
+    CLI_FLAG,  /* no argument */
+    CLI_INT,   /* an integer */
+    CLI_NUM,   /* a number */
+    CLI_TEXT,  /* free text */
+    CLI_NAME,  /* a name checked against a known list (did you mean) */
+    CLI_FILE,  /* a file */
+    CLI_DIR,   /* a folder */
+    CLI_LIST   /* comma-separated names */
+} cli_kind;
+
+typedef struct cli_opt {
+    const char *name;  /* the long name, without "--" */
+    int key;           /* what cli_next returns for it; unique in its command, not 'h' */
+    int short_ok;      /* 1: -key (a letter) works too */
+    cli_kind kind;
+    const char *meta;  /* the argument in help: N, DIR, NAME (NULL for a flag) */
+    const char *help;  /* one line; "(default x)" inside it when there is one */
+} cli_opt;
+
+typedef struct cli_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *args;    /* positional arguments in the synopsis ("" for none) */
+    const char *summary; /* one line */
+    const cli_opt *opts; /* ends with a row whose name is NULL */
+    const char *details; /* a paragraph for help and the man page, or NULL */
+} cli_cmd;
+
+extern const cli_cmd cli_cmds[]; /* ends with a row whose name is NULL */
+const cli_cmd *cli_cmd_find(const char *name);
+
+/* Options of one command, parsed by getopt_long from the table row (so no option can be parsed
+ * that help does not list, nor listed that is not parsed: the test runs each with --help). */
+#define CLI_MAX_OPTS 32
+typedef struct cli_parser {
+    const cli_cmd *cmd;
+    int argc;
+    char **argv;
+    int exit;                       /* when cli_next returned -1: 0 after --help, else 2 */
+    struct option *lo;              /* [CLI_MAX_OPTS + 2] */
+    char shorts[2 * CLI_MAX_OPTS + 4];
+} cli_parser;
+
+/* Ready to parse argv (argv[0] the command's name) of the table's command name. */
+void cli_parser_init(cli_parser *p, const char *name, int argc, char **argv);
+/* The next option's key (optarg set when it takes an argument); 0 when the options are over
+ * (optind: the first positional argument); -1: stop and return p->exit (--help was printed, or a
+ * usage error explained, with "did you mean" for a mistyped option). */
+int cli_next(cli_parser *p);
+/* For the default branch of a command's switch: a table option the command does not handle (a bug
+ * the help test catches): a message and exit 70. */
+int cli_unhandled(const cli_parser *p, int key);
+/* Positional arguments: exactly n left, else a message and -1. */
+int cli_positional(const cli_parser *p, int n);
+
+/* help and the manual page (cli_help.c) */
+void cli_print_usage(FILE *f);
+void cli_print_cmd_help(FILE *f, const cli_cmd *c);
+void cli_print_man(FILE *f);
+void cli_print_version(FILE *f);
+int cli_help(int argc, char **argv);
+
+/* ---- names the user types, checked before any work (cli_names.c): each prints "mlacheck CMD:
+ * OPT 'x': expected ... (did you mean 'y'?)" and returns -1 when wrong ---- */
+int cli_check_engine(const char *cmd, const char *engine);
+int cli_check_profile(const char *cmd, const char *opt, const char *name);
+int cli_check_path(const char *cmd, const char *name);
+int cli_check_model(const char *cmd, const char *model);
+int cli_check_check(const char *cmd, const char *name);
+struct mla_suite;
+int cli_check_case(const char *cmd, const struct mla_suite *s, const char *name);
+/* Every -k pattern selects at least one check of s (of only_case when given). */
+int cli_check_select(const char *cmd, const struct mla_suite *s, const char *only_case, const char *const *pats,
+                     int n);
+/* "did you mean 'x'?" text for word among cands (n of them), "" when none is close. */
+const char *cli_did_you_mean(const char *word, const char *const *cands, int n, char *buf, size_t size);
 
 int cli_run(int argc, char **argv);
 int cli_dump(int argc, char **argv);
@@ -47,6 +131,11 @@ const char *cli_dir(const char *name, char *buf, size_t n);
 const char *cli_git_sha(char *buf, size_t n);
 /* Parse "a,b,c" fault names into bits; -1 on an unknown name (message printed). */
 int cli_parse_faults(const char *list, unsigned *bits);
+/* The progress sink of a suite run (progress.h): none when quiet, a live line on a terminal, else
+ * lines and heartbeats (every MLACHECK_HEARTBEAT_S seconds, default 10); -1 with a message for a bad
+ * MLACHECK_HEARTBEAT_S. */
+struct mla_progress;
+int cli_progress_open(int quiet, int verbose, struct mla_progress **out);
 /* Strict integer option: the whole string, in [lo, hi]; -1 with a message naming cmd and opt. */
 int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
 

@@ -12,29 +12,20 @@
 
 static int usage_err(const char *msg)
 {
-    fprintf(stderr, "mlacheck accuracy: %s\nusage: mlacheck accuracy --model M --text FILE [--bos T] [--window N] "
-                    "[--windows K] [--path decode|prefill|chunked] [--prefill-len N] [--chunk N]\n"
-                    "       [--engine ref|gpu|plugin:lib.so] [--profiles bf16,fp8kv,fp8ds,fp8w] [--out DIR]\n",
-            msg);
+    fprintf(stderr, "mlacheck accuracy: %s (mlacheck help accuracy lists the options)\n", msg);
     return CLI_EXIT_USAGE;
 }
 
 int cli_accuracy(int argc, char **argv)
 {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'},   {"text", required_argument, 0, 't'},
-                                       {"bos", required_argument, 0, 'b'},     {"window", required_argument, 0, 'w'},
-                                       {"windows", required_argument, 0, 'k'}, {"engine", required_argument, 0, 'e'},
-                                       {"profiles", required_argument, 0, 'p'}, {"out", required_argument, 0, 'o'},
-                                       {"path", required_argument, 0, 'P'},    {"prefill-len", required_argument, 0, 'n'},
-                                       {"chunk", required_argument, 0, 'c'},
-                                       {0, 0, 0, 0}};
     mla_acc_opts o = {.bos = -1, .window = 256, .n_windows = 8, .engine = "ref", .path = MLA_PATH_DECODE,
                       .prefill_len = 32, .chunk = 64};
     mla_path path;
     const char *profiles = "bf16,fp8kv,fp8ds,fp8w", *out = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "accuracy", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'm': o.model = optarg; break;
         case 't': o.text = optarg; break;
@@ -45,20 +36,27 @@ int cli_accuracy(int argc, char **argv)
         case 'p': profiles = optarg; break;
         case 'o': out = optarg; break;
         case 'P':
-            if (mla_path_from_name(optarg, &path) != 0) return usage_err("--path: expected decode, prefill or chunked");
+            if (cli_check_path("accuracy", optarg)) return CLI_EXIT_USAGE;
+            mla_path_from_name(optarg, &path);
             o.path = (int)path;
             break;
         case 'n': if (cli_parse_int("accuracy", "--prefill-len", optarg, 1, 1 << 20, &o.prefill_len)) return CLI_EXIT_USAGE; break;
         case 'c': if (cli_parse_int("accuracy", "--chunk", optarg, 1, 1 << 20, &o.chunk)) return CLI_EXIT_USAGE; break;
-        default: return usage_err("unknown option");
+        default: return cli_unhandled(&p, c);
         }
     }
     if (optind < argc) return usage_err("unexpected argument");
     if (!o.model || !o.text) return usage_err("--model and --text are required");
+    if (cli_check_model("accuracy", o.model) || cli_check_engine("accuracy", o.engine)) return CLI_EXIT_USAGE;
     mla_profile prof[MLA_PROFILE_COUNT];
     char buf[256];
     snprintf(buf, sizeof buf, "%s", profiles);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        mla_profile any;
+        if (mla_profile_from_name(tok, &any) != 0) {
+            cli_check_profile("accuracy", "--profiles", tok);
+            return CLI_EXIT_USAGE;
+        }
         if (o.n_profiles == MLA_PROFILE_COUNT || mla_profile_from_name(tok, &prof[o.n_profiles]) != 0) {
             fprintf(stderr, "mlacheck accuracy: --profiles: '%s' is not a profile (fp64, bf16, fp8kv, fp8ds, fp8w), "
                             "or a profile is listed twice\n", tok);

@@ -28,14 +28,12 @@ static int cmp_double(const void *a, const void *b)
 
 int cli_bench(int argc, char **argv)
 {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'},   {"tokens", required_argument, 0, 'n'},
-                                       {"profile", required_argument, 0, 'p'}, {"engine", required_argument, 0, 'e'},
-                                       {"decode", required_argument, 0, 'd'},  {"repeat", required_argument, 0, 'r'},
-                                       {0, 0, 0, 0}};
     const char *model = "v3-layer", *profile = "fp64", *engine = "ref";
-    int ntok = 1024, ndec = 0, repeat = 1, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:p:e:d:r:", lo, NULL)) != -1) {
+    int ntok = 1024, ndec = 0, repeat = 1;
+    cli_parser p;
+    cli_parser_init(&p, "bench", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'm': model = optarg; break;
         case 'n': if (cli_parse_int("bench", "--tokens", optarg, 1, 1 << 20, &ntok)) return CLI_EXIT_USAGE; break;
@@ -43,9 +41,12 @@ int cli_bench(int argc, char **argv)
         case 'e': engine = optarg; break;
         case 'd': if (cli_parse_int("bench", "--decode", optarg, 0, 1 << 20, &ndec)) return CLI_EXIT_USAGE; break;
         case 'r': if (cli_parse_int("bench", "--repeat", optarg, 1, 100, &repeat)) return CLI_EXIT_USAGE; break;
-        default: return CLI_EXIT_USAGE;
+        default: return cli_unhandled(&p, c);
         }
     }
+    if (cli_positional(&p, 0) || cli_check_model("bench", model) || cli_check_profile("bench", "--profile", profile) ||
+        cli_check_engine("bench", engine))
+        return CLI_EXIT_USAGE;
     mla_run_opts ro;
     mla_run_opts_default(&ro);
     if (ntok < 1 || ndec < 0 || repeat < 1 || repeat > 100 || mla_profile_from_name(profile, &ro.profile)) {

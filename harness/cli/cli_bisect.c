@@ -1,4 +1,4 @@
-/* cli_bisect.c: `mlacheck bisect DIR [--replay]`: the first diverging layer, tap and op of every
+/* cli_bisect.c: `mlacheck bisect [--replay] DIR`: the first diverging layer, tap and op of every
  * failing check of a run, from its stored metrics (no re-run); with --replay, each saved failure is
  * replayed through the reference under each known fault (bisect.h). For bisecting commits, use
  * `git bisect run mlacheck run --git-bisect`. */
@@ -63,13 +63,21 @@ static void replay_all(const char *run_dir)
 
 int cli_bisect(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "mlacheck bisect: expected a results folder (results/<run-id>)\n"
-                        "to bisect commits: git bisect run <build-and-run script> using mlacheck run --git-bisect\n");
+    int replay = 0;
+    cli_parser p;
+    cli_parser_init(&p, "bisect", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
+        if (c == 'x') replay = 1;
+        else return cli_unhandled(&p, c);
+    }
+    if (cli_positional(&p, 1)) {
+        fprintf(stderr, "to bisect commits: git bisect run <build-and-run script> using mlacheck run --git-bisect\n");
         return CLI_EXIT_USAGE;
     }
+    const char *dir = argv[optind];
     char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.tsv", argv[1]);
+    snprintf(path, sizeof path, "%s/metrics.tsv", dir);
     mla_metrics m;
     mla_bisect_hit *hits = NULL;
     size_t n = 0;
@@ -87,6 +95,6 @@ int cli_bisect(int argc, char **argv)
         printf("no failing comparisons in %s\n", path);
         return CLI_EXIT_PASS;
     }
-    if (argc > 2 && !strcmp(argv[2], "--replay")) replay_all(argv[1]);
+    if (replay) replay_all(dir);
     return CLI_EXIT_FAIL;
 }

@@ -99,20 +99,15 @@ static void cal_print(const mla_calib_table *t)
 
 int cli_calibrate(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"suite", required_argument, 0, 's'}, {"engine", required_argument, 0, 'e'},
-        {"case", required_argument, 0, 'c'},  {"kv-splits", required_argument, 0, 'K'},
-        {"k", required_argument, 0, 'k'},     {"out", required_argument, 0, 'o'},
-        {"rules-out", required_argument, 0, 'R'}, {"from", required_argument, 0, 'f'},
-        {"results", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
-        {0, 0, 0, 0}};
     const char *suites[CAL_MAX_INPUTS], *froms[CAL_MAX_INPUTS];
-    int n_suites = 0, n_froms = 0, quiet = 0, c;
+    int n_suites = 0, n_froms = 0, quiet = 0;
     const char *out = NULL, *rules_out = NULL, *results = NULL;
     double k = MLA_CALIB_K;
     mla_runner_opts ro = {0};
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "s:e:c:K:k:o:R:f:r:q", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "calibrate", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 's':
         case 'f':
@@ -125,20 +120,42 @@ int cli_calibrate(int argc, char **argv)
             break;
         case 'e': ro.engine = optarg; break;
         case 'c': ro.only_case = optarg; break;
-        case 'K': ro.kv_splits = atoi(optarg); break;
-        case 'k': k = strtod(optarg, NULL); break;
+        case 'K':
+            if (cli_parse_int("calibrate", "--kv-splits", optarg, 0, 1 << 16, &ro.kv_splits)) return CLI_EXIT_USAGE;
+            break;
+        case 'k': {
+            char *end = NULL;
+            k = strtod(optarg, &end);
+            if (end == optarg || *end) k = 0; /* refused below */
+            break;
+        }
         case 'o': out = optarg; break;
         case 'R': rules_out = optarg; break;
         case 'r': results = optarg; break;
         case 'q': quiet = 1; break;
-        default: fprintf(stderr, "mlacheck calibrate: see mlacheck --help\n"); return CLI_EXIT_USAGE;
+        default: return cli_unhandled(&p, c);
         }
     }
+    if (ro.engine && cli_check_engine("calibrate", ro.engine)) return CLI_EXIT_USAGE;
     if (optind < argc || !(k > 0)) {
         fprintf(stderr, "mlacheck calibrate: %s\n", optind < argc ? "unexpected argument" : "--k must be > 0");
         return CLI_EXIT_USAGE;
     }
     if (n_suites + n_froms == 0) suites[n_suites++] = "ci";
+    /* the suites and the case named before anything runs */
+    int case_found = !ro.only_case;
+    for (int i = 0; i < n_suites; i++) {
+        char sdir[1024];
+        mla_suite *s = NULL;
+        if (mla_suite_load(cli_dir("suites", sdir, sizeof sdir), suites[i], &s)) {
+            fprintf(stderr, "mlacheck calibrate: suite %s: %s\n", suites[i], mla_last_error());
+            return CLI_EXIT_USAGE;
+        }
+        if (!case_found && mla_suite_find_case(s, ro.only_case)) case_found = 1;
+        if (!case_found && i == n_suites - 1) cli_check_case("calibrate", s, ro.only_case);
+        mla_suite_free(s);
+    }
+    if (!case_found) return CLI_EXIT_USAGE;
     if (!out && n_suites == 0) {
         fprintf(stderr, "mlacheck calibrate: --from needs --out (the table is named after a suite otherwise)\n");
         return CLI_EXIT_USAGE;

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "mla/backend.h"
+#include "mlacheck/progress.h"
 #include "mlacheck/runner.h"
 
 #include <errno.h>
@@ -115,9 +116,11 @@ int cli_parse_faults(const char *list, unsigned *bits)
     for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "none")) continue;
         if (mla_fault_from_name(t, bits) != 0) {
+            const char *cands[MLA_FAULT_COUNT];
+            char sug[128];
             fprintf(stderr, "mlacheck: unknown fault '%s'; known:", t);
-            for (int i = 0; i < MLA_FAULT_COUNT; i++) fprintf(stderr, " %s", mla_fault_name(i));
-            fputc('\n', stderr);
+            for (int i = 0; i < MLA_FAULT_COUNT; i++) fprintf(stderr, " %s", cands[i] = mla_fault_name(i));
+            fprintf(stderr, "%s\n", cli_did_you_mean(t, cands, MLA_FAULT_COUNT, sug, sizeof sug));
             return -1;
         }
     }
@@ -134,5 +137,24 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long
         return -1;
     }
     *out = (int)v;
+    return 0;
+}
+
+int cli_progress_open(int quiet, int verbose, struct mla_progress **out)
+{
+    *out = NULL;
+    if (quiet) return 0;
+    /* a terminal gets the live line; a log (CI) a line per check and heartbeats */
+    mla_progress_opts po = {.mode = isatty(STDERR_FILENO) ? MLA_PROGRESS_LIVE : MLA_PROGRESS_LINES, .verbose = verbose};
+    const char *hb = getenv("MLACHECK_HEARTBEAT_S");
+    if (hb && *hb) {
+        char *end = NULL;
+        po.heartbeat_s = strtod(hb, &end);
+        if (*end || !(po.heartbeat_s > 0) || po.heartbeat_s > 86400) {
+            fprintf(stderr, "mlacheck: MLACHECK_HEARTBEAT_S '%s': expected seconds in (0, 86400]\n", hb);
+            return -1;
+        }
+    }
+    if (mla_progress_new(&po, out)) fprintf(stderr, "mlacheck: no progress lines: %s\n", mla_last_error());
     return 0;
 }

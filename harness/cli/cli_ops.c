@@ -60,15 +60,15 @@ static int parse_format(const char *name, int *out)
 
 int cli_ops(int argc, char **argv)
 {
-    static const struct option lo[] = {{"engine", 1, 0, 'e'}, {"suite", 1, 0, 's'}, {"rules", 1, 0, 'r'},
-                                       {"format", 1, 0, 'f'}, {"filter", 1, 0, 'k'}, {"export", 1, 0, 'x'},
-                                       {"judge", 1, 0, 'j'}, {"results", 1, 0, 'o'}, {0, 0, 0, 0}};
     const char *engine = NULL, *suite = "ops-smoke", *rules_path = NULL, *export_dir = NULL, *judge_dir = NULL,
                *results = NULL;
     mla_opcheck_opts o;
     mla_opcheck_opts_default(&o);
     o.on_case = ops_line;
-    for (int c; (c = getopt_long(argc, argv, "e:s:r:f:k:", lo, NULL)) != -1;) {
+    cli_parser p;
+    cli_parser_init(&p, "ops", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'e': engine = optarg; break;
         case 's': suite = optarg; break;
@@ -80,15 +80,25 @@ int cli_ops(int argc, char **argv)
         case 'f':
             if (parse_format(optarg, &o.kv_format)) return CLI_EXIT_USAGE;
             break;
-        default: return CLI_EXIT_USAGE;
+        default: return cli_unhandled(&p, c);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "mlacheck ops: unexpected argument '%s'\n", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
+    if (cli_positional(&p, 0)) return CLI_EXIT_USAGE;
     if (!!engine + !!export_dir + !!judge_dir != 1) {
         fprintf(stderr, "mlacheck ops: give one of --engine ref|plugin:<path.so>, --export DIR, --judge DIR\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (engine && (!strcmp(engine, "gpu") || cli_check_engine("ops", engine))) {
+        if (!strcmp(engine, "gpu")) fprintf(stderr, "mlacheck ops: --engine gpu: expected ref or plugin:PATH.so\n");
+        return CLI_EXIT_USAGE;
+    }
+    int known = 0, ns = 0;
+    const char *const *suites = mla_opcheck_suites();
+    for (; suites[ns]; ns++) known |= !strcmp(suites[ns], suite);
+    if (!known && !judge_dir) {
+        char sug[128];
+        fprintf(stderr, "mlacheck ops: --suite '%s': expected ops-smoke or ops-full%s\n", suite,
+                cli_did_you_mean(suite, suites, ns, sug, sizeof sug));
         return CLI_EXIT_USAGE;
     }
     if (export_dir) {

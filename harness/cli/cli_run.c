@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "mlacheck/fileio.h"
+#include "mlacheck/progress.h"
 #include "mlacheck/runner.h"
 
 #include <errno.h>
@@ -40,6 +41,8 @@ static int load_suite(const char *name, mla_suite **s, mla_rules **rules)
 {
     char sd[1024], rp[1100];
     cli_dir("suites", sd, sizeof sd);
+    *s = NULL;
+    *rules = NULL;
     mla_status st = mla_suite_load(sd, name, s);
     if (st) {
         fprintf(stderr, "mlacheck: suite %s: %s\n", name, mla_last_error());
@@ -49,25 +52,30 @@ static int load_suite(const char *name, mla_suite **s, mla_rules **rules)
     if ((st = mla_rules_load(rp, rules))) {
         fprintf(stderr, "mlacheck: %s\n", mla_last_error());
         mla_suite_free(*s);
+        *s = NULL;
         return CLI_EXIT_USAGE;
     }
     return 0;
 }
 
 static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const char *results, int git_bisect,
-                     int quiet)
+                     int quiet, int verbose)
 {
+    if (cli_progress_open(quiet, verbose, &ro->progress_to)) return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     double t0 = now_s();
     mla_rep_run *rep = NULL;
     mla_status st = mla_rep_new(results, s->name, &rep);
     if (st) {
         fprintf(stderr, "mlacheck: results %s: %s\n", results, mla_last_error());
+        mla_progress_free(ro->progress_to);
         return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     }
     char sha[64];
     mla_rep_set_git_sha(rep, cli_git_sha(sha, sizeof sha));
     mla_runner_totals tot;
     st = mla_runner_run(s, rules, ro, rep, &tot);
+    mla_progress_free(ro->progress_to); /* the live line cleared before the summary */
+    ro->progress_to = NULL;
     double wall = now_s() - t0;
     char out[1024] = "";
     mla_status fs = mla_rep_finish(rep, wall, out, sizeof out);
@@ -88,49 +96,60 @@ static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const 
     return cli_exit_git_bisect(code, git_bisect);
 }
 
+#define CLI_MAX_SELECT 32
+
 int cli_run(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"suite", required_argument, 0, 's'},   {"engine", required_argument, 0, 'e'},
-        {"case", required_argument, 0, 'c'},    {"inject", required_argument, 0, 'i'},
-        {"results", required_argument, 0, 'r'}, {"golden", required_argument, 0, 'g'},
-        {"kv-splits", required_argument, 0, 'k'}, {"git-bisect", no_argument, 0, 'b'},
-        {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
-    const char *suite = "ci", *results = NULL, *golden = NULL;
+    const char *suite = "ci", *results = NULL, *golden = NULL, *select[CLI_MAX_SELECT];
     char rd[1024], gd[1024];
-    mla_runner_opts ro = {0};
-    int git_bisect = 0, quiet = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "s:e:c:i:r:g:k:bq", lo, NULL)) != -1) {
+    mla_runner_opts ro = {.select = select};
+    int git_bisect = 0, quiet = 0, verbose = 0;
+    cli_parser p;
+    cli_parser_init(&p, "run", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit ? cli_exit_git_bisect(p.exit, git_bisect) : 0;
         switch (c) {
         case 's': suite = optarg; break;
         case 'e': ro.engine = optarg; break;
         case 'c': ro.only_case = optarg; break;
+        case 'k':
+            if (ro.n_select == CLI_MAX_SELECT) {
+                fprintf(stderr, "mlacheck run: at most %d -k patterns\n", CLI_MAX_SELECT);
+                return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
+            }
+            select[ro.n_select++] = optarg;
+            break;
         case 'i':
-            if (cli_parse_faults(optarg, &ro.faults)) return CLI_EXIT_USAGE;
+            if (cli_parse_faults(optarg, &ro.faults)) return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
             break;
         case 'r': results = optarg; break;
         case 'g': golden = optarg; break;
-        case 'k': /* 0 = the engine's own split count */
+        case 'K': /* 0 = the engine's own split count */
             if (cli_parse_int("run", "--kv-splits", optarg, 0, 1 << 16, &ro.kv_splits))
                 return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
             break;
         case 'b': git_bisect = 1; break;
         case 'q': quiet = 1; break;
-        default: fprintf(stderr, "mlacheck run: see mlacheck --help\n"); return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
+        case 'v': verbose = 1; break;
+        default: return cli_unhandled(&p, c);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "mlacheck run: unexpected argument '%s'\n", argv[optind]);
-        return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
-    }
+    if (cli_positional(&p, 0)) return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
+    /* every name checked before the suite runs or a results folder exists */
+    if (ro.engine && cli_check_engine("run", ro.engine)) return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     ro.golden_dir = golden ? golden : cli_dir("golden", gd, sizeof gd);
-    ro.progress = isatty(2) && !quiet;
     mla_suite *s;
     mla_rules *rules;
     int e = load_suite(suite, &s, &rules);
-    if (e) return cli_exit_git_bisect(e, git_bisect);
-    int code = run_suite(s, rules, &ro, results ? results : cli_dir("results", rd, sizeof rd), git_bisect, quiet);
+    if (!e && ro.only_case && cli_check_case("run", s, ro.only_case)) e = CLI_EXIT_USAGE;
+    if (!e && cli_check_select("run", s, ro.only_case, select, ro.n_select)) e = CLI_EXIT_USAGE;
+    if (e) {
+        mla_suite_free(s);
+        mla_rules_free(rules);
+        return cli_exit_git_bisect(e, git_bisect);
+    }
+    int code = run_suite(s, rules, &ro, results ? results : cli_dir("results", rd, sizeof rd), git_bisect, quiet,
+                         verbose);
     mla_suite_free(s);
     mla_rules_free(rules);
     return code;
@@ -150,21 +169,22 @@ static mla_status append_manifest(const char *gd, const char *stamp, const char 
 /* golden: write candidates to results/golden-staging/<utc>-XXXXXX/; --update copies them into golden/. */
 int cli_golden(int argc, char **argv)
 {
-    static const struct option lo[] = {{"suite", required_argument, 0, 's'},
-                                       {"update", no_argument, 0, 'u'},
-                                       {"reason", required_argument, 0, 'm'},
-                                       {0, 0, 0, 0}};
     const char *suite = "ci", *reason = NULL;
-    int update = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "s:um:", lo, NULL)) != -1) {
+    int update = 0, quiet = 0, verbose = 0;
+    cli_parser p;
+    cli_parser_init(&p, "golden", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 's': suite = optarg; break;
         case 'u': update = 1; break;
         case 'm': reason = optarg; break;
-        default: return CLI_EXIT_USAGE;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        default: return cli_unhandled(&p, c);
         }
     }
+    if (cli_positional(&p, 0)) return CLI_EXIT_USAGE;
     if (update && (!reason || !reason[0])) {
         fprintf(stderr, "mlacheck golden --update needs --reason TEXT (recorded in golden/MANIFEST)\n");
         return CLI_EXIT_USAGE;
@@ -196,10 +216,16 @@ int cli_golden(int argc, char **argv)
     }
     chmod(stage, 0755); /* mkdtemp makes it 0700; candidates are meant to be reviewed */
     char sha[64];
-    mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .progress = isatty(2),
-                          .git_sha = cli_git_sha(sha, sizeof sha)};
+    mla_runner_opts ro = {.golden_dir = gd, .write_golden = stage, .git_sha = cli_git_sha(sha, sizeof sha)};
     mla_runner_totals tot;
-    mla_status st = mla_runner_run(s, rules, &ro, NULL, &tot);
+    mla_status st = MLA_OK;
+    if (cli_progress_open(quiet, verbose, &ro.progress_to)) {
+        memset(&tot, 0, sizeof tot);
+        st = mla_errorf(MLA_ERR_INVALID, "progress");
+    } else {
+        st = mla_runner_run(s, rules, &ro, NULL, &tot);
+        mla_progress_free(ro.progress_to);
+    }
     int code = 0;
     if (st || tot.error) {
         fprintf(stderr, "mlacheck golden: %s\n", st ? mla_last_error() : tot.first_error);
@@ -228,15 +254,13 @@ int cli_golden(int argc, char **argv)
 /* sweep: decode vs prefill along the kv length for one model/profile; prints the first failing length. */
 int cli_sweep(int argc, char **argv)
 {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'}, {"profile", required_argument, 0, 'p'},
-                                       {"engine", required_argument, 0, 'e'}, {"max-len", required_argument, 0, 'n'},
-                                       {"step", required_argument, 0, 't'},  {"inject", required_argument, 0, 'i'},
-                                       {0, 0, 0, 0}};
     const char *model = "tiny-v3", *profile = "fp64", *engine = "ref";
-    int max_len = 512, step = 16, c;
+    int max_len = 512, step = 16, quiet = 0, verbose = 0;
     unsigned faults = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:p:e:n:t:i:", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "sweep", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'm': model = optarg; break;
         case 'p': profile = optarg; break;
@@ -246,9 +270,14 @@ int cli_sweep(int argc, char **argv)
         case 'i':
             if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
             break;
-        default: return CLI_EXIT_USAGE;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        default: return cli_unhandled(&p, c);
         }
     }
+    if (cli_positional(&p, 0) || cli_check_model("sweep", model) || cli_check_profile("sweep", "--profile", profile) ||
+        cli_check_engine("sweep", engine))
+        return CLI_EXIT_USAGE;
     if (max_len < 2 || step < 1) {
         fprintf(stderr, "mlacheck sweep: --max-len must be >= 2 and --step >= 1\n");
         return CLI_EXIT_USAGE;
@@ -271,8 +300,8 @@ int cli_sweep(int argc, char **argv)
         mla_suite_free(s);
         return CLI_EXIT_USAGE;
     }
-    mla_runner_opts ro = {.faults = faults, .progress = isatty(2)};
-    int code = run_suite(s, rules, &ro, cli_dir("results", rd, sizeof rd), 0, 0);
+    mla_runner_opts ro = {.faults = faults};
+    int code = run_suite(s, rules, &ro, cli_dir("results", rd, sizeof rd), 0, quiet, verbose);
     mla_suite_free(s);
     mla_rules_free(rules);
     return code;

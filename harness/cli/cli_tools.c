@@ -49,21 +49,15 @@ static int parse_tokens(const char *s, int32_t **out, int *n)
 
 int cli_dump(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"model", required_argument, 0, 'm'},   {"tokens", required_argument, 0, 't'},
-        {"path", required_argument, 0, 'p'},    {"prefill-len", required_argument, 0, 'n'},
-        {"chunk", required_argument, 0, 'c'},   {"profile", required_argument, 0, 'f'},
-        {"engine", required_argument, 0, 'e'},  {"out", required_argument, 0, 'o'},
-        {"inject", required_argument, 0, 'i'},  {"block-size", required_argument, 0, 'b'},
-        {"tokens-from", required_argument, 0, 'T'}, {"random", required_argument, 0, 'R'},
-        {0, 0, 0, 0}};
     const char *tokens_from = NULL;
     int random_n = 0;
     const char *model = NULL, *tokens = NULL, *path = "prefill", *profile = "fp64", *engine = "ref", *out = NULL;
-    int prefill_len = 1, chunk = 7, c, block = 64;
+    int prefill_len = 1, chunk = 7, block = 64;
     unsigned faults = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:t:p:n:c:f:e:o:i:b:T:R:", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "dump", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'T': tokens_from = optarg; break;
         case 'R': if (cli_parse_int("dump", "--random", optarg, 1, 1 << 24, &random_n)) return CLI_EXIT_USAGE; break;
@@ -79,9 +73,10 @@ int cli_dump(int argc, char **argv)
         case 'i':
             if (cli_parse_faults(optarg, &faults)) return CLI_EXIT_USAGE;
             break;
-        default: return CLI_EXIT_USAGE;
+        default: return cli_unhandled(&p, c);
         }
     }
+    if (cli_positional(&p, 0)) return CLI_EXIT_USAGE;
     mla_drive_opts d = {.prefill_len = prefill_len, .chunk = chunk};
     mla_run_opts ro;
     mla_run_opts_default(&ro);
@@ -89,14 +84,11 @@ int cli_dump(int argc, char **argv)
         fprintf(stderr, "mlacheck dump: --model, --out and one of --tokens, --tokens-from FILE.h5, --random N are required\n");
         return CLI_EXIT_USAGE;
     }
-    if (mla_path_from_name(path, &d.path)) {
-        fprintf(stderr, "mlacheck dump: --path '%s': expected prefill, decode or chunked\n", path);
+    if (cli_check_path("dump", path) || cli_check_profile("dump", "--profile", profile) ||
+        cli_check_engine("dump", engine) || cli_check_model("dump", model))
         return CLI_EXIT_USAGE;
-    }
-    if (mla_profile_from_name(profile, &ro.profile)) {
-        fprintf(stderr, "mlacheck dump: --profile '%s': expected fp64, bf16, fp8kv, fp8ds or fp8w\n", profile);
-        return CLI_EXIT_USAGE;
-    }
+    mla_path_from_name(path, &d.path);
+    mla_profile_from_name(profile, &ro.profile);
     int32_t *tok = NULL;
     int n = 0;
     if (tokens_from) {
@@ -187,23 +179,21 @@ int cli_dump(int argc, char **argv)
 
 int cli_compare(int argc, char **argv)
 {
-    static const struct option lo[] = {{"check", required_argument, 0, 'c'}, {"profile", required_argument, 0, 'p'},
-                                       {"rules", required_argument, 0, 'r'}, {0, 0, 0, 0}};
     const char *check = "golden", *profile = NULL, *rules_path = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "c:p:r:", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "compare", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         switch (c) {
         case 'c': check = optarg; break;
         case 'p': profile = optarg; break;
         case 'r': rules_path = optarg; break;
-        default: return CLI_EXIT_USAGE;
+        default: return cli_unhandled(&p, c);
         }
     }
-    if (argc - optind != 2) {
-        fprintf(stderr, "mlacheck compare: expected two HDF5 files (reference, candidate)\n");
+    if (cli_positional(&p, 2) || cli_check_check("compare", check) ||
+        (profile && cli_check_profile("compare", "--profile", profile)))
         return CLI_EXIT_USAGE;
-    }
     mla_dump *a = NULL, *b = NULL;
     mla_status st;
     if ((st = mla_h5_read(argv[optind], &a)) || (st = mla_h5_read(argv[optind + 1], &b))) {
@@ -267,10 +257,14 @@ int cli_compare(int argc, char **argv)
 
 int cli_report(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "mlacheck report: expected one results folder\n");
-        return CLI_EXIT_USAGE;
+    cli_parser p;
+    cli_parser_init(&p, "report", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
+        return cli_unhandled(&p, c);
     }
+    if (cli_positional(&p, 1)) return CLI_EXIT_USAGE;
+    argv += optind - 1; /* argv[1]: the folder */
     char note[256] = "";
     mla_status st = mla_rep_render(argv[1], note, sizeof note);
     if (st) {
@@ -283,8 +277,13 @@ int cli_report(int argc, char **argv)
 
 int cli_list(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    cli_parser p;
+    cli_parser_init(&p, "list", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
+        return cli_unhandled(&p, c);
+    }
+    if (cli_positional(&p, 0)) return CLI_EXIT_USAGE;
     printf("models:");
     for (const char *const *m = mla_builtin_models(); *m; m++) printf(" %s", *m);
     printf(" (or a Hugging Face checkpoint folder)\nprofiles:");

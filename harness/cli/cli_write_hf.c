@@ -11,15 +11,14 @@
 
 int cli_write_hf(int argc, char **argv)
 {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'}, {"out", required_argument, 0, 'o'},
-                                       {0, 0, 0, 0}};
     const char *model = NULL, *out = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    cli_parser p;
+    cli_parser_init(&p, "write-hf", argc, argv);
+    for (int c; (c = cli_next(&p));) {
+        if (c < 0) return p.exit;
         if (c == 'm') model = optarg;
         else if (c == 'o') out = optarg;
-        else return CLI_EXIT_USAGE;
+        else return cli_unhandled(&p, c);
     }
     if (optind < argc || !model || !out) {
         fprintf(stderr, "usage: mlacheck write-hf --model M --out DIR\n");

@@ -1,62 +1,36 @@
-/* main.c: the mlacheck command line. Only this file chooses exit codes:
+/* main.c: the mlacheck command line: the command named by argv[1] from the command table
+ * (cli_table.c), which also writes the help. Exit codes (chosen in harness/cli only):
  *   0 pass, 1 numerical failure, 2 bad input or usage, 3 engine error, 77 skipped;
  *   with --git-bisect: 0 good, 1 bad, 125 skip (anything that is neither). */
 #include "cli.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-static void usage(FILE *f)
-{
-    fputs("usage: mlacheck <command> [options]\n"
-          "commands:\n"
-          "  run      [--suite ci] [--engine ref|gpu|plugin:lib.so] [--case NAME] [--inject FAULT[,FAULT]]\n"
-          "           [--results DIR] [--golden DIR] [--kv-splits N] [--git-bisect] [--quiet]\n"
-          "  dump     --model M --tokens 3,1,4 [--path prefill|decode|chunked] [--prefill-len N] [--chunk N]\n"
-          "           [--profile fp64] [--engine ref] [--inject F] --out FILE.h5\n"
-          "  compare  A.h5 B.h5 [--check golden] [--profile P] [--rules FILE] [--map FILE]\n"
-          "  golden   [--suite ci] [--update --reason TEXT]\n"
-          "  sweep    --model M [--profile P] [--engine E] [--max-len N] [--step N] [--inject F]\n"
-          "  bisect   RESULTS_DIR [--git]\n"
-          "  report   RESULTS_DIR\n"
-          "  list\n"
-          "  ops      [--engine plugin:lib.so | --export DIR | --judge DIR] [--suite ops-smoke|ops-full] [--results DIR]\n"
-          "  bench    [--model v3-layer] [--tokens 1024] [--profile fp64] [--engine ref] [--decode N] [--repeat N]\n"
-          "  accuracy --model M --text FILE [--bos T] [--window N] [--windows K] [--path decode] [--prefill-len 32]\n"
-          "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n"
-          "  calibrate [--suite ci]... [--from METRICS.tsv]... [--engine E] [--case NAME] [--k 3]\n"
-          "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n"
-          "  write-hf --model M --out DIR   (a built-in as a Hugging Face folder: config.json, bf16 safetensors)\n",
-          f);
-}
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        /* the main job: the default suite */
-        char *args[] = {"run", NULL}; /* as `mlacheck run`: argv[0] is the command's name */
-        return cli_run(1, args);
+    if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "-h") && strcmp(argv[1], "--help") &&
+                     strcmp(argv[1], "--version"))) {
+        /* the main job: the default suite, with any run options given (mlacheck -k golden) */
+        argv[0] = "run"; /* as `mlacheck run ...`: argv[0] is the command's name */
+        return cli_run(argc, argv);
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        usage(stdout);
-        return 0;
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        cli_print_usage(stdout);
+        return CLI_EXIT_PASS;
     }
-    if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "dump")) return cli_dump(argc - 1, argv + 1);
-    if (!strcmp(cmd, "compare")) return cli_compare(argc - 1, argv + 1);
-    if (!strcmp(cmd, "golden")) return cli_golden(argc - 1, argv + 1);
-    if (!strcmp(cmd, "sweep")) return cli_sweep(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bisect")) return cli_bisect(argc - 1, argv + 1);
-    if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
-    if (!strcmp(cmd, "list")) return cli_list(argc - 1, argv + 1);
-    if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
-    if (!strcmp(cmd, "accuracy")) return cli_accuracy(argc - 1, argv + 1);
-    if (!strcmp(cmd, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "write-hf")) return cli_write_hf(argc - 1, argv + 1);
-    fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
-    usage(stderr);
+    if (!strcmp(cmd, "--version")) {
+        cli_print_version(stdout);
+        return CLI_EXIT_PASS;
+    }
+    const cli_cmd *c = cli_cmd_find(cmd);
+    if (c) return c->fn(argc - 1, argv + 1);
+    const char *cands[64];
+    int n = 0;
+    for (const cli_cmd *k = cli_cmds; k->name && n < 64; k++) cands[n++] = k->name;
+    char sug[128];
+    fprintf(stderr, "mlacheck: unknown command '%s'%s\n", cmd, cli_did_you_mean(cmd, cands, n, sug, sizeof sug));
+    cli_print_usage(stderr);
     return CLI_EXIT_USAGE;
 }

@@ -6,6 +6,7 @@
 #include "checks/checks.h"
 #include "mla_core/hash.h"
 #include "mla_core/rng.h"
+#include "mlacheck/progress.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -169,8 +170,52 @@ static int base_drives(chk_ctx *c, unsigned needs)
     return 1;
 }
 
+/* 1 when the row runs in the current (case, profile) for engine: the case has it, -k selects it and,
+ * writing goldens, it is the golden check or cross-engine (the only ones run then). */
+static int row_runs(const chk_run *r, const chk_row *row, const char *engine)
+{
+    if (!chk_case_has(r->cs, row->check)) return 0;
+    if (r->o->write_golden && row->check != MLA_CHECK_GOLDEN && row->check != MLA_CHECK_CROSS_ENGINE) return 0;
+    char name[80];
+    chk_name(name, sizeof name, row->name, engine);
+    return mla_runner_selected(r->o->select, r->o->n_select, r->cs->name, name, r->profile);
+}
+
+/* The check calls planned for a (case, profile): each selected check on each group and engine. */
+static int64_t unit_work(chk_run *r, const mla_suite_case *cs, const char *profile)
+{
+    const mla_suite_case *keep_cs = r->cs;
+    const char *keep_prof = r->profile;
+    r->cs = cs;
+    r->profile = profile;
+    int64_t n = 0, ngroups = cs->batch > 1 ? 1 : cs->n_prompts;
+    int n_eng = r->o->engine ? 1 : cs->n_engines;
+    for (int ei = 0; ei < n_eng; ei++)
+        for (int k = 0; k < MLA_CHECK_COUNT; k++)
+            n += row_runs(r, &chk_table[k], r->o->engine ? r->o->engine : cs->engines[ei]) ? ngroups : 0;
+    r->cs = keep_cs;
+    r->profile = keep_prof;
+    return n;
+}
+
+/* The verdicts of check (every check when NULL) to the progress lines; a check is done after its
+ * call on the last prompt group. */
+static void progress_verdicts(chk_run *r, const char *check)
+{
+    mla_progress *pg = r->o->progress_to;
+    if (!pg) return;
+    for (int i = 0; i < r->nv; i++) {
+        const chk_verdict *v = &r->v[i];
+        if (check && strcmp(v->check, check)) continue;
+        mla_progress_verdict(pg, v->check, v->path, v->fail ? MLA_REP_FAIL : v->any ? MLA_REP_PASS : MLA_REP_SKIP,
+                             v->error, v->msg);
+    }
+    mla_progress_flush(pg);
+}
+
 /* Every check of the case for one engine on one prompt group, in the table's order. */
-static void run_engine(chk_run *r, mla_profile prof, const char *engine, const chk_group *g, int last_engine)
+static void run_engine(chk_run *r, mla_profile prof, const char *engine, const chk_group *g, int last_engine,
+                       int last_group)
 {
     const mla_suite_case *cs = r->cs;
     chk_ctx c = {.r = r, .prof = prof, .engine = engine, .is_cand = 1, .g = g, .last_engine = last_engine};
@@ -184,16 +229,21 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
     }
     unsigned needs = 0;
     for (int k = 0; k < MLA_CHECK_COUNT; k++)
-        if (chk_case_has(cs, chk_table[k].check)) needs |= chk_table[k].needs;
+        if (row_runs(r, &chk_table[k], engine)) needs |= chk_table[k].needs;
+    mla_progress *pg = r->o->progress_to;
+    chk_name(c.check, sizeof c.check, "run", engine);
+    mla_progress_enter(pg, c.check);
     int driven = base_drives(&c, needs);
+    mla_progress_leave(pg, 0);
     for (int k = 0; k < MLA_CHECK_COUNT; k++) {
         const chk_row *row = &chk_table[k];
-        if (!chk_case_has(cs, row->check)) continue;
+        if (!row_runs(r, row, engine)) continue;
         if (row->needs && !driven) continue;
-        /* writing goldens: the golden check writes them; of the rest only cross-engine runs, as before */
-        if (r->o->write_golden && row->check != MLA_CHECK_GOLDEN && row->check != MLA_CHECK_CROSS_ENGINE) continue;
         chk_name(c.check, sizeof c.check, row->name, engine);
+        mla_progress_enter(pg, c.check);
         row->fn(&c);
+        mla_progress_leave(pg, 1);
+        if (last_group) progress_verdicts(r, c.check);
     }
     chk_drives_trim(r);
 }
@@ -264,20 +314,37 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
                           mla_rep_run *rep, mla_runner_totals *tot)
 {
     memset(tot, 0, sizeof *tot);
+    /* progress = 1 without a sink: a live line of our own, as before sinks existed */
+    mla_runner_opts oo = *o;
+    mla_progress_opts po = {.mode = MLA_PROGRESS_LIVE};
+    mla_progress *own = NULL;
+    if (!o->progress_to && o->progress && mla_progress_new(&po, &own) == MLA_OK) oo.progress_to = own;
+    o = &oo;
+    mla_progress *pg = o->progress_to;
     chk_run r;
     chk_run_init(&r, s, rules, o, rep, tot);
-    int total_units = 0, done_units = 0;
-    for (int c = 0; c < s->n_cases; c++) total_units += s->cases[c].n_profiles;
+    int64_t total_work = 0;
+    for (int c = 0; c < s->n_cases; c++)
+        for (int pi = 0; pi < s->cases[c].n_profiles; pi++)
+            if (!o->only_case || !strcmp(o->only_case, s->cases[c].name))
+                total_work += unit_work(&r, &s->cases[c], mla_profile_name(s->cases[c].profiles[pi]));
+    mla_progress_begin(pg, total_work);
     for (int c = 0; c < s->n_cases; c++) {
         const mla_suite_case *cs = &s->cases[c];
         if (o->only_case && strcmp(o->only_case, cs->name)) continue;
+        int64_t case_work = 0;
+        for (int pi = 0; pi < cs->n_profiles; pi++) case_work += unit_work(&r, cs, mla_profile_name(cs->profiles[pi]));
+        if (case_work == 0) continue; /* -k selects none of its checks: not even the model is opened */
         r.cs = cs;
         mla_model *m = NULL;
         mla_status st = open_case_model(cs->model, s->origin, &m);
         if (st) {
             r.profile = "-";
+            mla_progress_unit(pg, cs->name, "-", case_work);
             chk_verdict_error(&r, "model", "-", st);
+            progress_verdicts(&r, NULL);
             chk_verdicts_flush(&r);
+            mla_progress_unit_end(pg);
             continue;
         }
         chk_run_set_case(&r, cs, m);
@@ -285,27 +352,35 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
         int ngroups = 0;
         if ((st = groups_build(&r, mla_model_config(m)->vocab_size, &groups, &ngroups))) {
             r.profile = "-";
+            mla_progress_unit(pg, cs->name, "-", case_work);
             chk_verdict_error(&r, "prompts", "-", st);
+            progress_verdicts(&r, NULL);
         }
         for (int pi = 0; pi < cs->n_profiles && !st; pi++) {
             mla_profile prof = cs->profiles[pi];
             r.profile = mla_profile_name(prof);
-            if (o->progress)
-                fprintf(stderr, "\r[%d/%d] %s %s%-20s", ++done_units, total_units, cs->name, r.profile, "");
+            int64_t work = unit_work(&r, cs, r.profile);
+            if (work == 0) continue;
+            mla_progress_unit(pg, cs->name, r.profile, work);
             int n_eng = o->engine ? 1 : cs->n_engines;
             for (int gi = 0; gi < ngroups; gi++) {
                 for (int ei = 0; ei < n_eng; ei++) {
                     const char *eng = o->engine ? o->engine : cs->engines[ei];
                     if (engine_usable(&r, prof, eng, &groups[gi]))
-                        run_engine(&r, prof, eng, &groups[gi], ei == n_eng - 1);
+                        run_engine(&r, prof, eng, &groups[gi], ei == n_eng - 1, gi == ngroups - 1);
                 }
             }
             /* engines serve one profile (the profile is in their key; another profile's drives that a
              * check needs, as fp8-vs-bf16's bf16 side, are usually cached dumps by then) */
             chk_engines_close(&r);
+            progress_verdicts(&r, NULL);
             chk_verdicts_flush(&r);
+            mla_progress_unit_end(pg);
         }
-        if (st) chk_verdicts_flush(&r);
+        if (st) {
+            chk_verdicts_flush(&r);
+            mla_progress_unit_end(pg);
+        }
         groups_free(groups, ngroups);
         chk_drives_flush(&r);
         chk_engines_close(&r);
@@ -313,6 +388,6 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
     }
     tot->engine_loads = r.n_loads;
     chk_run_free(&r);
-    if (o->progress) fprintf(stderr, "\r%-60s\r", "");
+    mla_progress_free(own);
     return MLA_OK;
 }

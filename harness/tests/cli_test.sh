@@ -327,6 +327,134 @@ accuracy)
     expect_code 2 "$MLA" accuracy --model golden/trained/trained-v2-lite --text /nonexistent/text
     grep -q "/nonexistent/text" "$TMP/out" || { cat "$TMP/out"; fail "the missing text file is not named"; }
     ;;
+usage)
+    # every command of the table answers --help (and help CMD, the same text) with exit 0, and every
+    # option its help lists is accepted by its parser: `CMD --OPT ARG --help` stops at --help with 0
+    # (an option listed but not parsed, or parsed but not handled, fails here)
+    cmds=$("$MLA" help --commands) || fail "help --commands"
+    [ "$(echo "$cmds" | wc -l)" -ge 14 ] || fail "help --commands lists $(echo "$cmds" | wc -l) commands"
+    expect_code 0 "$MLA" --help
+    for c in $cmds; do grep -q "^  $c " "$TMP/out" || fail "mlacheck --help does not list $c"; done
+    nopt=0
+    for c in $cmds; do
+        expect_code 0 "$MLA" "$c" --help
+        head -1 "$TMP/out" | grep -q "^usage: mlacheck $c " || fail "$c --help: $(head -1 "$TMP/out")"
+        cp "$TMP/out" "$TMP/help-$c"
+        expect_code 0 "$MLA" help "$c"
+        cmp -s "$TMP/out" "$TMP/help-$c" || fail "mlacheck help $c differs from $c --help"
+        expect_code 0 "$MLA" "$c" -h
+        grep -q -- "--help" "$TMP/help-$c" || fail "$c --help does not list --help"
+        grep -E '^  (-[a-zA-Z], )?--[a-z]' "$TMP/help-$c" | sed -E 's/^  (-[a-zA-Z], )?--([a-z0-9-]+)( ([^ ]+))?.*/\2 \4/' >"$TMP/opts-$c"
+        while read -r opt meta; do
+            [ "$opt" = help ] && continue
+            case "$meta" in
+            "") arg="" ;; N|K|T|X) arg=2 ;; FAULT,...) arg=none ;; PROFILE) arg=fp64 ;; PROFILE,...) arg=bf16 ;;
+            PATH) arg=decode ;; FORMAT) arg=bf16 ;; *) arg=x ;;
+            esac
+            if [ -z "$meta" ]; then expect_code 0 "$MLA" "$c" "--$opt" --help
+            else expect_code 0 "$MLA" "$c" "--$opt" "$arg" --help; fi
+            grep -q "^usage: mlacheck $c" "$TMP/out" || fail "$c --$opt $arg --help: $(cat "$TMP/out")"
+            nopt=$((nopt + 1))
+        done <"$TMP/opts-$c"
+    done
+    [ $nopt -ge 70 ] || fail "only $nopt options found in the help texts (the table has 79 on 2026-12-01)"
+    # short options are the listed ones only; an unknown option names the closest
+    expect_code 0 "$MLA" run -k golden -q -v --help
+    expect_code 2 "$MLA" run --sute ci
+    grep -q "unknown option --sute (did you mean --suite?)" "$TMP/out" || fail "no suggestion: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" bisect --frobnicate
+    expect_code 2 "$MLA" run --suite
+    grep -q "needs an argument" "$TMP/out" || fail "missing argument not named: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" lst
+    grep -q "did you mean 'list'" "$TMP/out" || fail "no command suggestion: $(cat "$TMP/out")"
+    # the version with the git id
+    expect_code 0 "$MLA" --version
+    grep -Eq '^mlacheck [0-9]+\.[0-9]+\.[0-9]+ \(git [^)]+\)$' "$TMP/out" || fail "--version: $(cat "$TMP/out")"
+    # the manual page, from the same table: every command and option, and roff that groff accepts
+    "$MLA" help --man >"$TMP/mlacheck.1" || fail "help --man"
+    grep -q '^\.TH MLACHECK 1' "$TMP/mlacheck.1" || fail "no .TH in the manual page"
+    for c in $cmds; do
+        grep -q "^\.SS \"$(echo "$c" | sed 's/-/\\\\-/g')" "$TMP/mlacheck.1" || fail "manual page lacks $c"
+        while read -r opt meta; do
+            grep -qF "\\-\\-$(echo "$opt" | sed 's/-/\\-/g')\\fR" "$TMP/mlacheck.1" || fail "manual page lacks $c --$opt"
+        done <"$TMP/opts-$c"
+    done
+    if command -v groff >/dev/null; then
+        groff -man -ww -z "$TMP/mlacheck.1" 2>"$TMP/groff" || fail "groff refused the manual page"
+        [ ! -s "$TMP/groff" ] || fail "groff warnings: $(cat "$TMP/groff")"
+        echo "groff -man -ww accepts the manual page"
+    fi
+    if command -v man >/dev/null; then
+        man -l "$TMP/mlacheck.1" 2>/dev/null | grep -q "mlacheck run" || echo "man -l could not render (no pager setup?)"
+    fi
+    echo "$(echo "$cmds" | wc -l) commands, $nopt options: help, parser and manual page agree"
+    ;;
+names)
+    # a mistyped name fails with 2 and the closest name before any work: no results folder is written
+    res="$TMP/res"
+    expect_code 2 "$MLA" run --case tiny-v3-goldn --results "$res"
+    grep -q "did you mean 'tiny-v3-golden'" "$TMP/out" || fail "mistyped --case: $(cat "$TMP/out")"
+    expect_code 125 "$MLA" run --case tiny-v3-goldn --git-bisect --results "$res"
+    expect_code 2 "$MLA" run --engine cuda --results "$res"
+    grep -q "expected ref, gpu or plugin:PATH.so" "$TMP/out" || fail "--engine cuda: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --engine plugin:"$TMP/no-such.so" --results "$res"
+    grep -q "no-such.so' is not a readable file" "$TMP/out" || fail "missing plugin: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --suite smok --results "$res"
+    grep -q "did you mean 'smoke'" "$TMP/out" || fail "mistyped --suite: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --suite smoke --inject no-mscal --results "$res"
+    grep -q "did you mean 'no-mscale'" "$TMP/out" || fail "mistyped --inject: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --suite smoke -k goldne --results "$res"
+    grep -q "selects no check of suite smoke (did you mean 'golden'?)" "$TMP/out" || fail "mistyped -k: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" --engine cuda --results "$res" # no command: run, with the same checks
+    [ ! -e "$res" ] || fail "a results folder was written: $(ls -R "$res")"
+    expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1 --profile bf61 --out "$TMP/x.h5"
+    grep -q "did you mean 'bf16'" "$TMP/out" || fail "mistyped --profile: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" dump --model tiny-v33 --tokens 1 --out "$TMP/x.h5"
+    grep -q "did you mean 'tiny-v3'" "$TMP/out" || fail "mistyped --model: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" dump --model tiny-v3 --tokens 1 --path decod --out "$TMP/x.h5"
+    grep -q "did you mean 'decode'" "$TMP/out" || fail "mistyped --path: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" bench --engine cuda
+    expect_code 2 "$MLA" ops --engine plugin:"$TMP/no-such.so" --results "$res"
+    expect_code 2 "$MLA" ops --engine ref --suite ops-smok --results "$res"
+    grep -q "did you mean 'ops-smoke'" "$TMP/out" || fail "mistyped ops --suite: $(cat "$TMP/out")"
+    [ ! -e "$res" ] || fail "a results folder was written: $(ls -R "$res")"
+    "$MLA" dump --model tiny-v3 --tokens 3,1,4 --out "$TMP/g.h5" >/dev/null || fail dump
+    expect_code 2 "$MLA" compare "$TMP/g.h5" "$TMP/g.h5" --check goldn
+    grep -q "did you mean 'golden'" "$TMP/out" || fail "mistyped --check: $(cat "$TMP/out")"
+    # -k selects: a glob over case/check/profile, several allowed; the report holds only those
+    expect_code 0 "$MLA" run --suite ci -k 'tiny-v3-golden/golden/fp8*' -k 'tiny-v3-fp64/determinism/*' --quiet --results "$TMP/k"
+    n=$(grep -c '| pass |' "$TMP"/k/*/summary.md)
+    grep '| pass |' "$TMP"/k/*/summary.md | grep -v 'tiny-v3-golden | golden | fp8\|tiny-v3-fp64 | determinism' &&
+        fail "-k ran checks it did not select"
+    [ "$n" -ge 4 ] || { cat "$TMP"/k/*/summary.md; fail "-k: expected fp8kv, fp8ds, fp8w goldens and determinism, got $n rows"; }
+    echo "-k: $n verdicts, all selected"
+    # no command is `mlacheck run`, options included
+    expect_code 0 "$MLA" -k 'tiny-v3-golden/golden/fp64' --quiet --results "$TMP/nocmd"
+    [ "$(grep -c '| pass |' "$TMP"/nocmd/*/summary.md)" -ge 1 ] || fail "no command did not run the ci suite"
+    ;;
+progress)
+    # stderr not a terminal: one line per check as it finishes (verdict, case / check / profile,
+    # seconds) and heartbeats with elapsed time and an ETA; --quiet silences them
+    MLACHECK_HEARTBEAT_S=0.05 "$MLA" run --suite smoke --results "$TMP/r" >"$TMP/stdout" 2>"$TMP/err" || fail "smoke run"
+    cat "$TMP/err"
+    grep -Eq '^\[0:[0-9]{2} +[0-9]+%\] PASS  tiny-v3-prefill / golden / fp64  [0-9]+\.[0-9]{2} s$' "$TMP/err" ||
+        fail "no per-check line for tiny-v3-prefill golden"
+    lines=$(grep -Ec '\] (PASS|FAIL|SKIP|ERROR) ' "$TMP/err")
+    checks=$(grep -Eo '[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$TMP/stdout" | awk '{print $1 + $3 + $5}')
+    [ "$lines" -ge 4 ] || fail "expected a line per check, got $lines (run: $checks verdicts)"
+    grep -Eq 'heartbeat: 0:[0-9]{2} elapsed, [0-9]+ of 5 check calls done, ETA ([0-9:]+|unknown); running ' "$TMP/err" ||
+        fail "no heartbeat"
+    grep -q ' 100%\] ' "$TMP/err" || fail "the last line is not at 100%"
+    # a failing check: FAIL with its path and first divergence, -v adds the per-path lines
+    expect_code 1 "$MLA" run --suite smoke --inject no-mscale -v --results "$TMP/r"
+    grep -Eq '\] FAIL  tiny-v3-prefill / golden / fp64  [0-9.]+ s  prefill: first divergence: layer 0 tap attn_core' "$TMP/out" ||
+        fail "no FAIL line naming the divergence: $(cat "$TMP/out")"
+    grep -Eq '^        prefill  FAIL  first divergence' "$TMP/out" || fail "-v: no per-path line"
+    grep -q '(engine drives)' "$TMP/out" || fail "-v: no drive time"
+    expect_code 0 "$MLA" run --suite smoke --quiet --results "$TMP/r"
+    [ ! -s "$TMP/out" ] || fail "--quiet printed: $(cat "$TMP/out")"
+    MLACHECK_HEARTBEAT_S=abc expect_code 2 "$MLA" run --suite smoke --results "$TMP/r"
+    ;;
 *)
     fail "unknown test $NAME"
     ;;

@@ -16,11 +16,20 @@ typedef struct mla_runner_opts {
     const char *engine;       /* non-NULL: replaces every case's engine list (e.g. "gpu") */
     unsigned faults;          /* MLA_FAULT(...) bits injected into the candidate engines */
     const char *only_case;    /* run just this case (NULL = all) */
-    int progress;             /* 1: a progress line on stderr */
+    int progress;             /* 1: a live progress line on stderr (when progress_to is NULL) */
     int kv_splits;            /* passed to engines */
     const char *write_golden; /* non-NULL: write golden candidates into this folder instead of checking */
     const char *git_sha;      /* recorded in written goldens */
+    struct mla_progress *progress_to; /* non-NULL: the progress lines go there (progress.h) */
+    const char *const *select;        /* [n_select] globs over "case/check/profile" (mla_runner_selected) */
+    int n_select;
 } mla_runner_opts;
+
+/* 1 when the check of (case, profile) is selected: no patterns, or one matches. A pattern with a '/'
+ * is matched (fnmatch) against "case/check/profile", one without against each of the three and the
+ * whole; the check is the report's name ("golden@gpu") or the name before its '@'. */
+int mla_runner_selected(const char *const *patterns, int n, const char *case_name, const char *check,
+                        const char *profile);
 
 /* One failed verdict, as the report records it. */
 typedef struct mla_runner_failure {
