@@ -6,6 +6,7 @@
 #include "checks/checks.h"
 #include "mla_core/hash.h"
 #include "mla_core/rng.h"
+#include "mlacheck/journal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -252,6 +253,24 @@ static int engine_usable(chk_run *r, mla_profile prof, const char *eng, const ch
     return 0;
 }
 
+/* Journal part: a case/profile unit has finished (its verdicts are flushed to the report): it is
+ * synced to the journal. 1 when the run must stop here: a signal asked for it (o->stop), or the
+ * journal cannot be written (*jst; a run whose results cannot be kept is not run further). */
+static int unit_done(const mla_runner_opts *o, int *done, int add, mla_status *jst)
+{
+    *done += add;
+    if (o->journal && !*jst) *jst = mla_jnl_sync(o->journal, *done);
+    return *jst || (o->stop && *o->stop);
+}
+
+static int units_planned(const mla_suite *s, const mla_runner_opts *o)
+{
+    int n = 0;
+    for (int c = 0; c < s->n_cases; c++)
+        if (!o->only_case || !strcmp(o->only_case, s->cases[c].name)) n += s->cases[c].n_profiles;
+    return n;
+}
+
 void mla_runner_totals_free(mla_runner_totals *t)
 {
     for (int i = 0; i < t->n_failures; i++) free(t->failures[i].case_name);
@@ -268,7 +287,9 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
     chk_run_init(&r, s, rules, o, rep, tot);
     int total_units = 0, done_units = 0;
     for (int c = 0; c < s->n_cases; c++) total_units += s->cases[c].n_profiles;
-    for (int c = 0; c < s->n_cases; c++) {
+    int jdone = 0, stop = 0; /* journal part: units synced; 1 once the run must end */
+    mla_status jst = o->journal ? mla_jnl_set_units(o->journal, units_planned(s, o)) : MLA_OK;
+    for (int c = 0; c < s->n_cases && !jst && !stop; c++) {
         const mla_suite_case *cs = &s->cases[c];
         if (o->only_case && strcmp(o->only_case, cs->name)) continue;
         r.cs = cs;
@@ -278,6 +299,7 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             r.profile = "-";
             chk_verdict_error(&r, "model", "-", st);
             chk_verdicts_flush(&r);
+            stop = unit_done(o, &jdone, cs->n_profiles, &jst);
             continue;
         }
         chk_run_set_case(&r, cs, m);
@@ -287,7 +309,8 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             r.profile = "-";
             chk_verdict_error(&r, "prompts", "-", st);
         }
-        for (int pi = 0; pi < cs->n_profiles && !st; pi++) {
+        int pi = 0;
+        for (; pi < cs->n_profiles && !st && !stop; pi++) {
             mla_profile prof = cs->profiles[pi];
             r.profile = mla_profile_name(prof);
             if (o->progress)
@@ -304,8 +327,12 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
              * check needs, as fp8-vs-bf16's bf16 side, are usually cached dumps by then) */
             chk_engines_close(&r);
             chk_verdicts_flush(&r);
+            stop = unit_done(o, &jdone, 1, &jst);
         }
-        if (st) chk_verdicts_flush(&r);
+        if (st) {
+            chk_verdicts_flush(&r);
+            stop = unit_done(o, &jdone, cs->n_profiles - pi, &jst);
+        }
         groups_free(groups, ngroups);
         chk_drives_flush(&r);
         chk_engines_close(&r);
@@ -314,5 +341,5 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
     tot->engine_loads = r.n_loads;
     chk_run_free(&r);
     if (o->progress) fprintf(stderr, "\r%-60s\r", "");
-    return MLA_OK;
+    return jst;
 }
