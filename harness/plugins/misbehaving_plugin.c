@@ -8,6 +8,8 @@
  *   -DMISBEHAVE_ABORT  abort() in forward_mha (SIGABRT)
  *   -DMISBEHAVE_EXIT   exit(0) in forward_mha (the status a gate would read as a pass)
  *   -DMISBEHAVE_HANG   never returns from forward_mha
+ *   -DMISBEHAVE_SILENT returns MLA_ERR_DEVICE from forward_mha without a message (was printed as
+ *                      "first error: device error: " and nothing after it)
  *   -DATTN_ONLY        the same in the attention operator's mha of an attention-only plugin (the
  *                      hybrid engine: the reference calls the operator from inside its forward) */
 #include "mla/attn_op.h"
@@ -35,8 +37,8 @@ static void misbehave(void)
     exit(0);
 #elif defined(MISBEHAVE_HANG)
     for (;;) pause();
-#else
-#error "define one of MISBEHAVE_SEGV, MISBEHAVE_ABORT, MISBEHAVE_EXIT, MISBEHAVE_HANG"
+#elif !defined(MISBEHAVE_SILENT)
+#error "define one of MISBEHAVE_SEGV, MISBEHAVE_ABORT, MISBEHAVE_EXIT, MISBEHAVE_HANG, MISBEHAVE_SILENT"
 #endif
 }
 
@@ -47,7 +49,13 @@ static mla_status bad_forward_mha(void *ctx, const mla_batch *b)
 {
     int64_t n = 0;
     for (int i = 0; b && b->n_new && i < b->n_seqs; i++) n += b->n_new[i];
-    if (n == trigger_tokens()) misbehave();
+    if (n == trigger_tokens()) {
+#ifdef MISBEHAVE_SILENT
+        mla_clear_error();
+        return MLA_ERR_DEVICE;
+#endif
+        misbehave();
+    }
     return mla_ref_backend()->forward_mha(ctx, b);
 }
 

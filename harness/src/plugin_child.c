@@ -205,6 +205,7 @@ static void c_main(int fd, const mla_backend_ops *inner, const mla_attn_ops *att
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(STDERR_FILENO, STDOUT_FILENO); /* a plugin that prints must not mix into mlacheck's output */
     void *ctx = NULL;
     mla_clear_error();
     mla_status st = inner->create(&ctx);
@@ -343,6 +344,9 @@ static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload,
     if (ival) *ival = r.ival;
     if (r.status) {
         msg[sizeof msg - 1] = '\0';
+        if (!msg[0]) /* "first error: device error: " and nothing after it told no one anything */
+            return mla_errorf((mla_status)r.status, "engine %s: %s returned '%s' and set no message", c->name,
+                              pc_entry[op], mla_strerror((mla_status)r.status));
         return mla_errorf((mla_status)r.status, "%s", msg);
     }
     if (r.has_tensor == 2) return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s", c->name, msg);
@@ -422,6 +426,10 @@ static void p_destroy(void *vc)
 {
     pc_ctx *c = vc;
     if (!c) return;
+    /* destroy runs after a failed call too (the driver evicts the engine): the caller's message
+     * of that failure must survive it */
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", mla_last_error());
     if (!c->dead) {
         int save = c->timeout_s;
         c->timeout_s = save < 30 ? save : 30; /* a destroy that hangs is not waited for long */
@@ -431,9 +439,9 @@ static void p_destroy(void *vc)
             while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
             close(c->fd);
         }
-        /* else p_call reaped it (dead) and the error is dropped: nothing reads a closed engine */
-        mla_clear_error();
+        /* else p_call reaped it (dead) and its error is dropped: nothing reads a closed engine */
     }
+    mla_errorf(MLA_OK, "%s", keep);
     free(c);
 }
 
@@ -527,6 +535,8 @@ mla_status mla_pchild_open(const char *name, const mla_backend_ops *inner, const
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
         close(c->fd);
         free(c);
+        if (!msg[0]) return mla_errorf((mla_status)r.status, "engine %s: create returned '%s' and set no message", name,
+                                       mla_strerror((mla_status)r.status));
         return mla_errorf((mla_status)r.status, "%s", msg);
     }
     *ops = &pc_ops;

@@ -75,6 +75,13 @@ grep -q '"incomplete": "the run stopped after [0-9]* of [0-9]* case/profile unit
 for f in summary.md junit.xml index.html metrics.tsv; do [ -s "$d/$f" ] || fail "rebuild: no $f"; done
 [ -f "$d/INCOMPLETE" ] || fail "rebuild: the INCOMPLETE marker was removed"
 echo "kill -9: report rebuilt with $n checks"
+# a crash mid-write leaves a torn last line in either file: it is dropped, the rest rebuilt
+printf 'tiny-v3-golden\tgolden\tfp' >>"$d/journal.tsv"
+printf '{"check":{"case":"tiny' >>"$d/journal.jsonl"
+"$MLA" report "$d" >"$T/torn.out" 2>&1 || { cat "$T/torn.out"; fail "report DIR after a torn line: exit $?"; }
+grep -q "$n checks, .*(a torn last line dropped)" "$T/torn.out" || { cat "$T/torn.out"; fail "torn line: not reported as dropped"; }
+grep -q "\"checks\": $n," "$d/summary.json" || fail "torn line: summary.json does not count the journal's $n checks"
+echo "torn last lines: dropped, $n checks rebuilt"
 
 # 4. a read-only results folder: exit 2 before any check runs (root ignores modes: a read-only bind mount)
 mkdir -p "$T/ro"
