@@ -2,11 +2,13 @@
 #include "cli.h"
 
 #include "mlacheck/fileio.h"
+#include "mlacheck/journal.h"
 #include "mlacheck/progress.h"
 #include "mlacheck/runner.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,40 +60,85 @@ static int load_suite(const char *name, mla_suite **s, mla_rules **rules)
     return 0;
 }
 
+/* SIGINT/SIGTERM: the first one asks the runner to stop after the unit in progress (it polls
+ * run_signal), so the report is finished from what is done; a second one exits at once (the journal
+ * keeps what was synced, `mlacheck report DIR` rebuilds the report from it). */
+static volatile sig_atomic_t run_signal;
+
+static void on_signal(int sig)
+{
+    if (run_signal) _exit(128 + sig);
+    run_signal = sig;
+}
+
+static void catch_signals(int on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_signal : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (on) run_signal = 0;
+}
+
 static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const char *results, int git_bisect,
                      int quiet, int verbose)
 {
     if (cli_progress_open(quiet, verbose, &ro->progress_to)) return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     double t0 = now_s();
     mla_rep_run *rep = NULL;
+    mla_jnl *jnl = NULL;
     mla_status st = mla_rep_new(results, s->name, &rep);
+    char sha[64];
+    if (!st) st = mla_rep_set_git_sha(rep, cli_git_sha(sha, sizeof sha));
+    if (!st) st = mla_jnl_open(rep, &jnl); /* an unwritable results folder fails here, before any check */
     if (st) {
         fprintf(stderr, "mlacheck: results %s: %s\n", results, mla_last_error());
         mla_progress_free(ro->progress_to);
+        mla_rep_free(rep);
         return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
     }
-    char sha[64];
-    mla_rep_set_git_sha(rep, cli_git_sha(sha, sizeof sha));
+    ro->journal = jnl;
+    ro->stop = &run_signal;
+    catch_signals(1);
     mla_runner_totals tot;
     st = mla_runner_run(s, rules, ro, rep, &tot);
     mla_progress_free(ro->progress_to); /* the live line cleared before the summary */
     ro->progress_to = NULL;
+    int sig = run_signal, done, total, nchecks;
+    mla_jnl_progress(jnl, &done, &total, &nchecks);
+    char why[256];
+    int interrupted = sig && done < total;
+    if (interrupted)
+        snprintf(why, sizeof why, "interrupted by %s after %d of %d case/profile units (%d checks finished)",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", done, total, nchecks);
     double wall = now_s() - t0;
     char out[1024] = "";
-    mla_status fs = mla_rep_finish(rep, wall, out, sizeof out);
+    char serr[1024] = "";
+    if (st) snprintf(serr, sizeof serr, "%s", mla_last_error());
+    mla_status fs = mla_jnl_finish(jnl, wall, interrupted ? why : NULL, out, sizeof out);
+    catch_signals(0);
     const char *note = mla_rep_note(rep);
-    if (!quiet || tot.fail) {
-        printf("mlacheck run: suite %s: %d passed, %d failed, %d skipped in %.1f s wall\n", s->name, tot.pass,
-               tot.fail, tot.skip, wall);
-        if (fs == MLA_OK) printf("report: %s/index.html (summary.md, junit.xml, metrics.tsv)\n", out);
+    if (!quiet || tot.fail || interrupted) {
+        printf("mlacheck run: suite %s: %d passed, %d failed, %d skipped in %.1f s wall%s%s\n", s->name, tot.pass,
+               tot.fail, tot.skip, wall, interrupted ? "; " : "", interrupted ? why : "");
+        if (fs == MLA_OK) printf("report: %s/index.html (summary.md, junit.xml, metrics.tsv)%s\n", out,
+                                 interrupted ? "; marked INCOMPLETE" : "");
         if (note && note[0]) printf("note: %s\n", note);
     }
-    if (fs) fprintf(stderr, "mlacheck: writing the report: %s\n", mla_last_error());
+    if (fs) fprintf(stderr, "mlacheck: writing the report: %s (the journal in %s keeps what was synced)\n",
+                    mla_last_error(), mla_jnl_dir(jnl));
     if (tot.fail) print_failures(&tot);
     int code = cli_exit_for_run(st, &tot);
-    if (st) fprintf(stderr, "mlacheck: %s\n", mla_last_error());
+    if (st) fprintf(stderr, "mlacheck: %s\n", serr);
     if (tot.error && tot.first_error[0]) fprintf(stderr, "mlacheck: first error: %s\n", tot.first_error);
+    /* a run whose report is not written is never read as its checks' result; an interrupted one
+     * exits as the signal does (130, 143) */
+    if (fs) code = CLI_EXIT_USAGE;
+    else if (interrupted) code = 128 + sig;
     mla_runner_totals_free(&tot);
+    mla_jnl_close(jnl);
     mla_rep_free(rep);
     return cli_exit_git_bisect(code, git_bisect);
 }

@@ -140,7 +140,7 @@ const cli_cmd cli_cmds[] = {
     {"bisect", cli_bisect, "RESULTS_DIR", "name the first diverging layer, tap and op of each failure of a run",
      bisect_opts,
      "To bisect commits instead: git bisect run <a script that builds and runs mlacheck run --git-bisect>."},
-    {"report", cli_report, "RESULTS_DIR", "render a results folder's index.html again", none_opts, NULL},
+    {"report", cli_report, "RESULTS_DIR", "rebuild a results folder's report: from its journal when the run did not finish (INCOMPLETE), else render index.html again", none_opts, NULL},
     {"list", cli_list, "", "list models, profiles, engines, faults, checks and suites", none_opts, NULL},
     {"ops", cli_ops, "", "the attention operator cases through ref, a plugin, or an export / judge folder", ops_opts,
      "Give exactly one of --engine, --export, --judge."},

@@ -1,4 +1,4 @@
-/* cli_tools.c: `dump`, `compare`, `report`, `list` and `bisect`. */
+/* cli_tools.c: `dump`, `compare`, `list` and `bisect` (`report` is in cli_report.c). */
 #include "cli.h"
 
 #include "mla_core/rng.h"
@@ -253,26 +253,6 @@ int cli_compare(int argc, char **argv)
     mla_dump_free(a);
     mla_dump_free(b);
     return code;
-}
-
-int cli_report(int argc, char **argv)
-{
-    cli_parser p;
-    cli_parser_init(&p, "report", argc, argv);
-    for (int c; (c = cli_next(&p));) {
-        if (c < 0) return p.exit;
-        return cli_unhandled(&p, c);
-    }
-    if (cli_positional(&p, 1)) return CLI_EXIT_USAGE;
-    argv += optind - 1; /* argv[1]: the folder */
-    char note[256] = "";
-    mla_status st = mla_rep_render(argv[1], note, sizeof note);
-    if (st) {
-        fprintf(stderr, "mlacheck report: %s\n", mla_last_error());
-        return CLI_EXIT_USAGE;
-    }
-    printf("rendered %s/index.html%s%s\n", argv[1], note[0] ? "; " : "", note);
-    return 0;
 }
 
 int cli_list(int argc, char **argv)

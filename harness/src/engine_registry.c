@@ -5,6 +5,7 @@
 #include "mla/plugin.h"
 #include "mla_ref/ref.h"
 #include "mlacheck/driver.h"
+#include "plugin_child.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -208,19 +209,30 @@ mla_status mla_engine_open(const char *name, mla_model *model, const mla_run_opt
     mla_status st = mla_registry_backend(name, &out->ops, &attn);
     if (st) return st;
     snprintf(out->name, sizeof out->name, "%s", name);
-    if ((st = out->ops->create(&out->ctx))) return st;
     /* the registry applied the rule of the route: a library plugin has both forms, an in-process
      * operator may have one (the reference computes the other) */
     int partial = strncmp(name, REG_INPROC, strlen(REG_INPROC)) == 0;
-    if (attn && (st = partial ? mla_ref_set_attn_ops_partial(out->ctx, attn) : mla_ref_set_attn_ops(out->ctx, attn))) {
-        out->ops->destroy(out->ctx);
-        out->ctx = NULL;
-        return st;
+    /* a library plugin, whole-model or hybrid, runs in a child process (plugin_child.h): its crash,
+     * exit or hang is this engine's error, not the end of the run */
+    int child = !partial && strncmp(name, "plugin:", 7) == 0 && mla_pchild_wanted();
+    if (child) {
+        if ((st = mla_pchild_open(name, out->ops, attn, 0, model, &out->ops, &out->ctx))) return st;
+    } else {
+        if ((st = out->ops->create(&out->ctx))) return st;
+        if (attn && (st = partial ? mla_ref_set_attn_ops_partial(out->ctx, attn) : mla_ref_set_attn_ops(out->ctx, attn))) {
+            out->ops->destroy(out->ctx);
+            out->ctx = NULL;
+            return st;
+        }
     }
     int feat = MLA_FEAT_PROFILE_FP64 + (int)opts->profile;
     if (!out->ops->supports(out->ctx, (mla_feature)feat)) {
+        st = child ? mla_pchild_status(out->ctx) : MLA_OK; /* a dead child answers 0 too */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", mla_last_error());
         out->ops->destroy(out->ctx);
         out->ctx = NULL;
+        if (st) return mla_errorf(st, "%s", why);
         return mla_errorf(MLA_ERR_UNSUPPORTED, "engine %s: profile %s not supported", name,
                           mla_profile_name(opts->profile));
     }

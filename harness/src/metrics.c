@@ -25,12 +25,12 @@ static void put_text(FILE *f, const char *s)
 #define PUT_I64(f, v) fprintf(f, "%lld", (long long)(v))
 #define PUT_F64(f, v) fprintf(f, "%.17g", v)
 
-mla_status mla_metrics_write(const char *path, const mla_rep_row *rows, size_t n)
+void mla_metrics_put(FILE *f, const mla_rep_row *rows, size_t n, int header)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    for (int c = 0; c < N_COLUMNS; c++) fprintf(f, "%s%s", c ? "\t" : "", column_names[c]);
-    fputc('\n', f);
+    if (header) {
+        for (int c = 0; c < N_COLUMNS; c++) fprintf(f, "%s%s", c ? "\t" : "", column_names[c]);
+        fputc('\n', f);
+    }
     for (size_t i = 0; i < n; i++) {
         const mla_rep_row *w = &rows[i];
         int c = 0;
@@ -41,6 +41,13 @@ mla_status mla_metrics_write(const char *path, const mla_rep_row *rows, size_t n
 #undef X
         fputc('\n', f);
     }
+}
+
+mla_status mla_metrics_write(const char *path, const mla_rep_row *rows, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    mla_metrics_put(f, rows, n, 1);
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
     return MLA_OK;
 }

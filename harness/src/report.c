@@ -7,6 +7,7 @@
 #include "mlacheck/fileio.h"
 #include "mlacheck/metrics.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -57,6 +58,7 @@ void mla_rep_free(mla_rep_run *r)
     free(r->input_files); free(r->input_file_names);
     free(r->rows); free(r->checks); free(r->kl);
     free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
+    free(r->incomplete);
     free(r);
 }
 
@@ -139,6 +141,15 @@ mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha)
     if (!d) return MLA_ERR_NOMEM;
     free(r->git_sha);
     r->git_sha = d;
+    return MLA_OK;
+}
+
+mla_status mla_rep_set_incomplete(mla_rep_run *r, const char *why)
+{
+    char *d = why ? strdup(why) : NULL;
+    if (why && !d) return MLA_ERR_NOMEM;
+    free(r->incomplete);
+    r->incomplete = d;
     return MLA_OK;
 }
 
@@ -292,6 +303,14 @@ static int n_cases(const mla_rep_run *r)
     return n;
 }
 
+json_t *mla_rep_check_to_json(const rep_check *c)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s}", "case", c->case_name, "check", c->check,
+                     "profile", c->profile, "path", c->path, "verdict", verdict_names[c->v], "message", c->message,
+                     "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "headroom", jnum(c->headroom),
+                     "first_layer", c->first_layer, "first_tap", c->first_tap);
+}
+
 static mla_status write_json(const mla_rep_run *r, const char *dir)
 {
     int pass, fail, skip;
@@ -306,17 +325,16 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
     json_object_set_new(root, "git_sha", json_string(r->git_sha));
     json_object_set_new(root, "created", json_string(r->created));
     json_object_set_new(root, "wall_seconds", jnum(r->wall));
-    json_object_set_new(root, "verdict", json_string(fail ? "fail" : "pass"));
+    /* an interrupted run is never read as a pass: its verdict is "incomplete" whatever it held */
+    json_object_set_new(root, "verdict", json_string(r->incomplete ? "incomplete" : fail ? "fail" : "pass"));
+    json_object_set_new(root, "complete", json_boolean(!r->incomplete));
+    if (r->incomplete) json_object_set_new(root, "incomplete", json_string(r->incomplete));
     json_object_set_new(root, "counts", json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I}", "checks", (int)r->n_checks,
                                                   "pass", pass, "fail", fail, "skip", skip, "cases", n_cases(r),
                                                   "metrics", (json_int_t)r->n_rows, "metrics_failed", (json_int_t)rows_failed));
     json_object_set_new(root, "note", json_string(r->note));
     for (size_t i = 0; i < r->n_checks; i++) {
-        const rep_check *c = &r->checks[i];
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s}", "case", c->case_name, "check", c->check,
-                              "profile", c->profile, "path", c->path, "verdict", verdict_names[c->v], "message",
-                              c->message, "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "headroom",
-                              jnum(c->headroom), "first_layer", c->first_layer, "first_tap", c->first_tap);
+        json_t *o = mla_rep_check_to_json(&r->checks[i]);
         if (!o || json_array_append_new(checks, o)) goto nomem;
     }
     for (size_t i = 0; i < r->n_kl; i++)
@@ -392,7 +410,12 @@ static mla_status write_md(const mla_rep_run *r, const char *dir)
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     int pass, fail, skip;
     mla_rep_counts(r, &pass, &fail, &skip);
-    fprintf(f, "## mlacheck %s: %s\n\n", r->suite, fail ? "FAIL" : "PASS");
+    fprintf(f, "## mlacheck %s: %s\n\n", r->suite, r->incomplete ? "INCOMPLETE" : fail ? "FAIL" : "PASS");
+    if (r->incomplete) {
+        fputs("**Incomplete run**: ", f);
+        mla_rep_md_escape(f, r->incomplete);
+        fputs(". The checks below are the ones that finished; the rest never ran.\n\n", f);
+    }
     fprintf(f, "%s**%d failed**, %d passed, %d skipped of %zu checks in %d cases; %zu tensors compared; wall %.1f s; "
                "git `%s`; run `%s`\n\n",
             fail ? ":x: " : ":white_check_mark: ", fail, pass, skip, r->n_checks, n_cases(r), r->n_rows, r->wall,
@@ -428,8 +451,18 @@ static mla_status write_junit(const mla_rep_run *r, const char *dir)
     mla_rep_counts(r, &pass, &fail, &skip);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mlacheck ", f);
     mla_rep_xml_escape(f, r->suite);
-    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", r->n_checks, fail, skip,
-            isfinite(r->wall) ? r->wall : 0.0);
+    int inc = r->incomplete != NULL;
+    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", r->n_checks + inc,
+            fail + inc, skip, isfinite(r->wall) ? r->wall : 0.0);
+    if (inc) {
+        /* an incomplete run is one more failing testcase, so that no junit reader takes it for a pass */
+        fputs("  <testsuite name=\"run\" tests=\"1\" failures=\"1\" skipped=\"0\" errors=\"0\">\n"
+              "    <testcase classname=\"", f);
+        mla_rep_xml_escape(f, r->suite);
+        fputs(".run\" name=\"complete\">\n      <failure message=\"", f);
+        mla_rep_xml_escape(f, r->incomplete);
+        fputs("\"/>\n    </testcase>\n  </testsuite>\n", f);
+    }
     /* One testsuite per case, in order of first appearance. */
     for (size_t i = 0; i < r->n_checks; i++) {
         const char *cname = r->checks[i].case_name;
@@ -526,8 +559,13 @@ static mla_status write_html(const mla_rep_run *r, const char *dir)
           "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}tr.fail{background:#fdd}tr.skip{color:#888}"
           "img{max-width:48%;margin:4px;border:1px solid #eee}</style></head><body>\n<h1>mlacheck ", f);
     mla_rep_xml_escape(f, r->suite);
-    fprintf(f, ": %s</h1>\n<p>%d failed, %d passed, %d skipped of %zu checks; %zu tensors compared; wall %.1f s; git <code>",
-            fail ? "FAIL" : "PASS", fail, pass, skip, r->n_checks, r->n_rows, r->wall);
+    fprintf(f, ": %s</h1>\n", r->incomplete ? "INCOMPLETE" : fail ? "FAIL" : "PASS");
+    if (r->incomplete) {
+        fputs("<p><strong>Incomplete run</strong>: ", f);
+        mla_rep_xml_escape(f, r->incomplete);
+        fputs(". The checks below are the ones that finished; the rest never ran.</p>\n", f);
+    }
+    fprintf(f, "<p>%d failed, %d passed, %d skipped of %zu checks; %zu tensors compared; wall %.1f s; git <code>", fail, pass, skip, r->n_checks, r->n_rows, r->wall);
     mla_rep_xml_escape(f, r->git_sha);
     fputs("</code>; run <code>", f);
     mla_rep_xml_escape(f, r->run_id);
@@ -595,6 +633,29 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     (void)sb; (void)flag; (void)ftw;
     remove(p);
     return 0;
+}
+
+/* Every entry of folder src renamed into dst (replacing what has its name), then src removed. */
+static mla_status move_entries(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    if (!d) return mla_errorf(MLA_ERR_IO, "%s: cannot read: %s", src, strerror(errno));
+    mla_status st = MLA_OK;
+    struct dirent *e;
+    char a[4400], b[4400];
+    while (st == MLA_OK && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (mla_rep_pathf(a, sizeof a, "%s/%s", src, e->d_name) || mla_rep_pathf(b, sizeof b, "%s/%s", dst, e->d_name)) {
+            st = MLA_ERR_INVALID;
+            break;
+        }
+        struct stat sb;
+        if (lstat(b, &sb) == 0 && S_ISDIR(sb.st_mode)) nftw(b, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        if (rename(a, b) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", a, b, strerror(errno));
+    }
+    closedir(d);
+    if (st == MLA_OK && rmdir(src) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot remove: %s", src, strerror(errno));
+    return st;
 }
 
 static mla_status render(mla_rep_run *r, const char *dir, int with_junit)
@@ -677,8 +738,11 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     if (st == MLA_OK) st = write_tsv(r, tmp);
     if (st == MLA_OK) st = write_json(r, tmp);
     if (st == MLA_OK) st = write_inputs(r, tmp);
-    if (st == MLA_OK && rename(tmp, final) != 0)
-        st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
+    if (st == MLA_OK && rename(tmp, final) != 0) {
+        /* the run folder exists when a journal (journal.c) kept it during the run: the files move in */
+        if (errno == ENOTEMPTY || errno == EEXIST) st = move_entries(tmp, final);
+        else st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
+    }
     if (st != MLA_OK) {
         nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         return st;
@@ -710,6 +774,26 @@ static mla_status load_tsv(mla_rep_run *r, const char *path)
     return st;
 }
 
+mla_status mla_rep_check_from_json(mla_rep_run *r, json_t *c, const char *where, size_t i)
+{
+    const char *v = jstr(c, "verdict");
+    int vi = strcmp(v, "pass") == 0 ? 0 : strcmp(v, "fail") == 0 ? 1 : strcmp(v, "skip") == 0 ? 2 : -1;
+    if (vi < 0) return mla_errorf(MLA_ERR_FORMAT, "%s: checks[%zu].verdict '%s'; expected pass, fail or skip", where, i, v);
+    json_t *fl = json_object_get(c, "first_layer");
+    mla_status st = mla_rep_add_check(r, jstr(c, "case"), jstr(c, "check"), jstr(c, "profile"), jstr(c, "path"),
+                                      (mla_rep_verdict)vi, jstr(c, "message"),
+                                      json_is_integer(fl) ? (int)json_integer_value(fl) : -1, jstr(c, "first_tap"));
+    if (st != MLA_OK) return st;
+    rep_check *rc = &r->checks[r->n_checks - 1];
+    char *wn = strdup(jstr(c, "worst_metric"));
+    if (!wn) return MLA_ERR_NOMEM;
+    free(rc->worst);
+    rc->worst = wn;
+    rc->worst_value = jdbl(c, "worst_value");
+    rc->headroom = jdbl(c, "headroom");
+    return MLA_OK;
+}
+
 mla_status mla_rep_render(const char *dir, char *note, size_t n)
 {
     if (!dir) return mla_errorf(MLA_ERR_INVALID, "mla_rep_render: NULL folder");
@@ -739,28 +823,10 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
     size_t i;
     json_t *c;
     if (st == MLA_OK) json_array_foreach(checks, i, c) {
-        const char *v = jstr(c, "verdict");
-        int vi = strcmp(v, "pass") == 0 ? 0 : strcmp(v, "fail") == 0 ? 1 : strcmp(v, "skip") == 0 ? 2 : -1;
-        if (vi < 0) {
-            st = mla_errorf(MLA_ERR_FORMAT, "%s: checks[%zu].verdict '%s'; expected pass, fail or skip", path, i, v);
-            break;
-        }
-        json_t *fl = json_object_get(c, "first_layer");
-        st = mla_rep_add_check(r, jstr(c, "case"), jstr(c, "check"), jstr(c, "profile"), jstr(c, "path"),
-                               (mla_rep_verdict)vi, jstr(c, "message"), json_is_integer(fl) ? (int)json_integer_value(fl) : -1,
-                               jstr(c, "first_tap"));
-        if (st != MLA_OK) break;
-        rep_check *rc = &r->checks[r->n_checks - 1];
-        char *wn = strdup(jstr(c, "worst_metric"));
-        if (!wn) {
-            st = MLA_ERR_NOMEM;
-            break;
-        }
-        free(rc->worst);
-        rc->worst = wn;
-        rc->worst_value = jdbl(c, "worst_value");
-        rc->headroom = jdbl(c, "headroom");
+        if ((st = mla_rep_check_from_json(r, c, path, i)) != MLA_OK) break;
     }
+    const char *inc = json_string_value(json_object_get(root, "incomplete"));
+    if (st == MLA_OK && inc) st = mla_rep_set_incomplete(r, inc);
     json_t *kl = json_object_get(root, "logits_kl"), *k;
     if (st == MLA_OK && json_is_array(kl)) json_array_foreach(kl, i, k) {
         if ((st = mla_rep_add_kl(r, json_is_number(k) ? json_number_value(k) : NAN)) != MLA_OK) break;

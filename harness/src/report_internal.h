@@ -46,6 +46,7 @@ struct mla_rep_run {
     double *kl;
     size_t n_kl, cap_kl;
     char note[512];
+    char *incomplete;     /* NULL: the run completed; else why not (mla_rep_set_incomplete) */
     char **inputs;        /* failures/<name>.txt: the exact inputs of failing cases */
     char **input_texts;
     size_t n_inputs;
@@ -53,6 +54,12 @@ struct mla_rep_run {
     char **input_file_names;
     size_t n_input_files;
 };
+
+/* One check as summary.json's "checks" array holds it, and back (the run journal writes and reads
+ * the same objects, journal.c). from_json names where[i] in its errors. */
+struct json_t;
+struct json_t *mla_rep_check_to_json(const rep_check *c);
+mla_status mla_rep_check_from_json(mla_rep_run *r, struct json_t *c, const char *where, size_t i);
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a
  * note, not an error; errors are I/O only. */

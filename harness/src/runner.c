@@ -6,6 +6,7 @@
 #include "checks/checks.h"
 #include "mla_core/hash.h"
 #include "mla_core/rng.h"
+#include "mlacheck/journal.h"
 #include "mlacheck/progress.h"
 
 #include <errno.h>
@@ -302,6 +303,24 @@ static int engine_usable(chk_run *r, mla_profile prof, const char *eng, const ch
     return 0;
 }
 
+/* Journal part: a case/profile unit has finished (its verdicts are flushed to the report): it is
+ * synced to the journal. 1 when the run must stop here: a signal asked for it (o->stop), or the
+ * journal cannot be written (*jst; a run whose results cannot be kept is not run further). */
+static int unit_done(const mla_runner_opts *o, int *done, int add, mla_status *jst)
+{
+    *done += add;
+    if (o->journal && !*jst) *jst = mla_jnl_sync(o->journal, *done);
+    return *jst || (o->stop && *o->stop);
+}
+
+static int units_planned(const mla_suite *s, const mla_runner_opts *o)
+{
+    int n = 0;
+    for (int c = 0; c < s->n_cases; c++)
+        if (!o->only_case || !strcmp(o->only_case, s->cases[c].name)) n += s->cases[c].n_profiles;
+    return n;
+}
+
 void mla_runner_totals_free(mla_runner_totals *t)
 {
     for (int i = 0; i < t->n_failures; i++) free(t->failures[i].case_name);
@@ -329,7 +348,9 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             if (!o->only_case || !strcmp(o->only_case, s->cases[c].name))
                 total_work += unit_work(&r, &s->cases[c], mla_profile_name(s->cases[c].profiles[pi]));
     mla_progress_begin(pg, total_work);
-    for (int c = 0; c < s->n_cases; c++) {
+    int jdone = 0, stop = 0; /* journal part: units synced; 1 once the run must end */
+    mla_status jst = o->journal ? mla_jnl_set_units(o->journal, units_planned(s, o)) : MLA_OK;
+    for (int c = 0; c < s->n_cases && !jst && !stop; c++) {
         const mla_suite_case *cs = &s->cases[c];
         if (o->only_case && strcmp(o->only_case, cs->name)) continue;
         int64_t case_work = 0;
@@ -345,6 +366,7 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             progress_verdicts(&r, NULL);
             chk_verdicts_flush(&r);
             mla_progress_unit_end(pg);
+            stop = unit_done(o, &jdone, cs->n_profiles, &jst);
             continue;
         }
         chk_run_set_case(&r, cs, m);
@@ -356,7 +378,8 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             chk_verdict_error(&r, "prompts", "-", st);
             progress_verdicts(&r, NULL);
         }
-        for (int pi = 0; pi < cs->n_profiles && !st; pi++) {
+        int pi = 0;
+        for (; pi < cs->n_profiles && !st && !stop; pi++) {
             mla_profile prof = cs->profiles[pi];
             r.profile = mla_profile_name(prof);
             int64_t work = unit_work(&r, cs, r.profile);
@@ -376,10 +399,12 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             progress_verdicts(&r, NULL);
             chk_verdicts_flush(&r);
             mla_progress_unit_end(pg);
+            stop = unit_done(o, &jdone, 1, &jst);
         }
         if (st) {
             chk_verdicts_flush(&r);
             mla_progress_unit_end(pg);
+            stop = unit_done(o, &jdone, cs->n_profiles - pi, &jst);
         }
         groups_free(groups, ngroups);
         chk_drives_flush(&r);
@@ -389,5 +414,5 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
     tot->engine_loads = r.n_loads;
     chk_run_free(&r);
     mla_progress_free(own);
-    return MLA_OK;
+    return jst;
 }

@@ -8,6 +8,7 @@
 #define MLACHECK_METRICS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "mla/mla.h"
 #include "mlacheck/report.h"
@@ -29,6 +30,9 @@ extern "C" {
 /* Writes rows[0..n) under the header to path (created or truncated). A NULL text field is written
  * empty. Errors: MLA_ERR_IO naming the path. */
 mla_status mla_metrics_write(const char *path, const mla_rep_row *rows, size_t n);
+/* The same lines to an open stream (the header first when header is 1): the run journal appends
+ * its rows with this, so journal.tsv and metrics.tsv are one format. Errors show in ferror(f). */
+void mla_metrics_put(FILE *f, const mla_rep_row *rows, size_t n, int header);
 
 /* The rows of a metrics.tsv. The strings point into text, which the struct owns. */
 typedef struct mla_metrics {

@@ -2,7 +2,9 @@
  *
  * Accumulate metric rows and check verdicts in an mla_rep_run, then mla_rep_finish() writes
  * results/<run-id>.tmp-XXXXXX/{summary.json, summary.md, junit.xml, metrics.tsv, plots/, index.html}
- * and renames it to results/<run-id> (a reader never sees a half-written run).
+ * and renames it to results/<run-id> (a reader never sees a half-written run). When a run journal
+ * (journal.h) made results/<run-id> already, the files are moved into it instead, and the folder's
+ * INCOMPLETE marker says it is not whole until the journal removes it.
  * Run ids: <UTC yyyymmddThhmmssZ>-<suite>-<4 hex>, e.g. 20261130T120501Z-ci-3fa2.
  * Plots need gnuplot: the MLA_GNUPLOT environment variable when set (even empty: then only PATH),
  * else the configure-time path, else PATH. Without it plots are skipped with a note, not an error. */
@@ -43,6 +45,11 @@ void mla_rep_free(mla_rep_run *r);
 const char *mla_rep_run_id(const mla_rep_run *r);
 /* Defaults: MLA_GIT_SHA, then GITHUB_SHA from the environment, else "unknown". */
 mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha);
+
+/* Marks the run incomplete (why: "interrupted by SIGINT after 3 of 9 case/profile units"; NULL:
+ * complete again). summary.json then says "complete": false, "incomplete": why and verdict
+ * "incomplete"; summary.md and index.html say so at the top; junit.xml has one more failing testcase. */
+mla_status mla_rep_set_incomplete(mla_rep_run *r, const char *why);
 
 mla_status mla_rep_add_metric(mla_rep_run *r, const mla_rep_row *row);
 /* One verdict per (case, check, profile, path). first_layer -1 / first_tap NULL when not known or

@@ -7,6 +7,8 @@
 #include "mlacheck/rules.h"
 #include "mlacheck/suite.h"
 
+#include <signal.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,6 +25,8 @@ typedef struct mla_runner_opts {
     struct mla_progress *progress_to; /* non-NULL: the progress lines go there (progress.h) */
     const char *const *select;        /* [n_select] globs over "case/check/profile" (mla_runner_selected) */
     int n_select;
+    struct mla_jnl *journal;  /* non-NULL: each finished case/profile unit is synced to it (journal.h) */
+    volatile sig_atomic_t *stop; /* non-NULL and set (a signal handler): stop after the unit that is running */
 } mla_runner_opts;
 
 /* 1 when the check of (case, profile) is selected: no patterns, or one matches. A pattern with a '/'
@@ -54,7 +58,9 @@ typedef struct mla_runner_totals {
 
 /* Runs the suite, adding rows and verdicts to rep (may be NULL when writing goldens). Engine or
  * input errors inside a case are recorded as failed checks with the message and counted in
- * totals.error; the return value is an error only when nothing could run (bad rules, no model).
+ * totals.error; the return value is an error only when nothing could run (bad rules, no model) or
+ * the journal could not be written (the run stops at the first unit it cannot keep).
+ * With o->stop set the run ends after the unit in progress (the journal says how far it got).
  * totals is overwritten; free it with mla_runner_totals_free, whatever the result. */
 mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_runner_opts *o,
                           mla_rep_run *rep, mla_runner_totals *totals);

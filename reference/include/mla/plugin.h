@@ -17,6 +17,9 @@
  *
  * Rules for plugin authors: never exit or print to stdout; return mla_status codes; taps are read
  * after each forward call and must hold rows for exactly the tokens of that call, in batch order.
+ * mlacheck runs a plugin engine in a child process (harness/src/plugin_child.c) with a time limit
+ * per call (MLA_PLUGIN_TIMEOUT_S, default 600 s): a crash, exit or hang fails that check as an
+ * engine error naming the entry point, and every tap is checked (dtype, rank, rows) before use.
  */
 #ifndef MLA_PLUGIN_H
 #define MLA_PLUGIN_H
