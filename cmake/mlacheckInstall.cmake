@@ -122,3 +122,8 @@ if(NOT MLA_SANITIZE)
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/install-test ${CMAKE_INSTALL_LIBDIR} ${CMAKE_GENERATOR})
   set_tests_properties(install_plugin PROPERTIES LABELS "cli;plugin" TIMEOUT 600)
 endif()
+
+# every test carries one of the labels unit, cli, plugin, gpu, slow (cmake/check_labels.cmake)
+add_test(NAME ctest_labels COMMAND ${CMAKE_COMMAND} -DCTEST=${CMAKE_CTEST_COMMAND} -DBUILD=${PROJECT_BINARY_DIR}
+                                   -P ${PROJECT_SOURCE_DIR}/cmake/check_labels.cmake)
+set_tests_properties(ctest_labels PROPERTIES LABELS unit)

@@ -26,6 +26,7 @@ int cli_bench(int argc, char **argv);
 int cli_accuracy(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 int cli_write_hf(int argc, char **argv);
+int cli_clean(int argc, char **argv);
 
 /* Exit code for a library status: bad input -> 2, engine/device -> 3, skipped -> 77. */
 int cli_exit_for(mla_status st);

@@ -27,7 +27,8 @@ static void usage(FILE *f)
           "           [--chunk N] [--engine E] [--profiles P,...] [--out DIR]\n"
           "  calibrate [--suite ci]... [--from METRICS.tsv]... [--engine E] [--case NAME] [--k 3]\n"
           "           [--out suites/calibration/SUITE.tsv] [--rules-out FILE.tol] [--results DIR]\n"
-          "  write-hf --model M --out DIR   (a built-in as a Hugging Face folder: config.json, bf16 safetensors)\n",
+          "  write-hf --model M --out DIR   (a built-in as a Hugging Face folder: config.json, bf16 safetensors)\n"
+          "  clean    --keep N [--results DIR] [--dry-run]   (all but the newest N run folders removed)\n",
           f);
 }
 
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "accuracy")) return cli_accuracy(argc - 1, argv + 1);
     if (!strcmp(cmd, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
     if (!strcmp(cmd, "write-hf")) return cli_write_hf(argc - 1, argv + 1);
+    if (!strcmp(cmd, "clean")) return cli_clean(argc - 1, argv + 1);
     fprintf(stderr, "mlacheck: unknown command '%s'\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
