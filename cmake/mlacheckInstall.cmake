@@ -50,6 +50,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/reference/include/ ${PROJECT_SOURCE_DIR}
 # relative to the suite folder's parent (runner.c open_case_model), its text prompts to the suite file.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/suites ${PROJECT_SOURCE_DIR}/golden
         DESTINATION ${CMAKE_INSTALL_DATADIR}/mlacheck PATTERN "__pycache__" EXCLUDE)
+# the CI gate script the docs/ci examples run from the prefix
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/docs/ci/gate.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/mlacheck/ci)
 install(FILES ${PROJECT_SOURCE_DIR}/harness/plugins/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/mlacheck/plugins)
 install(FILES ${PROJECT_SOURCE_DIR}/harness/plugins/example_ref_plugin.c
               ${PROJECT_SOURCE_DIR}/harness/plugins/example_attn_only_plugin.c
@@ -121,6 +123,21 @@ if(NOT MLA_SANITIZE)
            COMMAND sh ${PROJECT_SOURCE_DIR}/harness/tests/install/install_test.sh ${PROJECT_BINARY_DIR}
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/install-test ${CMAKE_INSTALL_LIBDIR} ${CMAKE_GENERATOR})
   set_tests_properties(install_plugin PROPERTIES LABELS "cli;plugin" TIMEOUT 600)
+endif()
+
+# docs/ci: the gate script on smoke (good plugin 0, buggy plugin 1, reports collected either way) and
+# the two CI files' YAML and shell (77 without python3-yaml)
+add_test(NAME ci_gate
+         COMMAND sh ${PROJECT_SOURCE_DIR}/harness/tests/ci_gate_test.sh $<TARGET_FILE:mlacheck>
+                 $<TARGET_FILE:example_attn_only_plugin> $<TARGET_FILE:example_attn_only_buggy_plugin>
+                 ${PROJECT_BINARY_DIR}/ci-gate)
+set_tests_properties(ci_gate PROPERTIES LABELS "cli;plugin")
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_EXECUTABLE)
+  add_test(NAME ci_docs_yaml
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/harness/tests/ci_docs_check.py
+                   ${PROJECT_SOURCE_DIR}/docs/ci/github-actions.yml ${PROJECT_SOURCE_DIR}/docs/ci/gitlab-ci.yml)
+  set_tests_properties(ci_docs_yaml PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
 endif()
 
 # every test carries one of the labels unit, cli, plugin, gpu, slow (cmake/check_labels.cmake)

@@ -22,7 +22,7 @@ echo "installed $(grep -c '^-- Installing' "$work/install.log") files"
 for f in "$m" "$p/$libdir/libmlacheck.so" "$p/$libdir/libmla_ref.a" "$p/include/mla/plugin.h" \
          "$p/include/mla/attn_op.h" "$p/include/mlacheck/capi.h" "$p/share/mlacheck/suites/rules.tol" \
          "$p/$libdir/cmake/mlacheck/mlacheckConfig.cmake" "$p/$libdir/cmake/mlacheck/mlacheckConfigVersion.cmake" \
-         "$p/$libdir/pkgconfig/mlacheck.pc" "$p/$libdir/pkgconfig/mlacheck-capi.pc"; do
+         "$p/$libdir/pkgconfig/mlacheck.pc" "$p/$libdir/pkgconfig/mlacheck-capi.pc" "$p/share/mlacheck/ci/gate.sh"; do
   test -e "$f" || fail "not installed: $f"
 done
 
