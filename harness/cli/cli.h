@@ -110,6 +110,7 @@ int cli_bench(int argc, char **argv);
 int cli_accuracy(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 int cli_write_hf(int argc, char **argv);
+int cli_clean(int argc, char **argv);
 
 /* Exit code for a library status: bad input -> 2, engine/device -> 3, skipped -> 77. */
 int cli_exit_for(mla_status st);
@@ -125,8 +126,12 @@ int cli_exit_for_run(mla_status st, const struct mla_runner_totals *t);
 int cli_exit_for_golden(mla_status st, const struct mla_runner_totals *t);
 /* Under --git-bisect: pass -> 0, fail -> 1, anything else -> 125 (git bisect skip). */
 int cli_exit_git_bisect(int code, int git_bisect);
-/* A project folder ("suites", "golden", "results"): ./name when it exists, else the source tree's. */
+/* A project folder ("suites", "golden", "results"): ./name when it exists, else an installed
+ * mlacheck's (cli_install_dir), else the source tree's. */
 const char *cli_dir(const char *name, char *buf, size_t n);
+/* An installed mlacheck's folder for name: <prefix>/share/mlacheck/name, "results" in the working
+ * folder; NULL for a build-tree binary (cli_install.c). */
+const char *cli_install_dir(const char *name, char *buf, size_t n);
 /* The git sha of the source tree (or "unknown"). */
 const char *cli_git_sha(char *buf, size_t n);
 /* Parse "a,b,c" fault names into bits; -1 on an unknown name (message printed). */

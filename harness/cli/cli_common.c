@@ -69,6 +69,7 @@ const char *cli_dir(const char *name, char *buf, size_t n)
         snprintf(buf, n, "%s", name);
         return buf;
     }
+    if (cli_install_dir(name, buf, n)) return buf; /* an installed mlacheck: its prefix (cli_install.c) */
     snprintf(buf, n, "%s/%s", MLA_SOURCE_DIR, name);
     return buf;
 }

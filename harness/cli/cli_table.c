@@ -126,6 +126,12 @@ static const cli_opt help_opts[] = {
     {"commands", 'C', 0, CLI_FLAG, NULL, "list the command names, one a line"},
     END};
 
+static const cli_opt clean_opts[] = {
+    {"keep", 'k', 0, CLI_INT, "N", "keep the newest N run folders (required)"},
+    {"results", 'r', 0, CLI_DIR, "DIR", "the results folder (default results/)"},
+    {"dry-run", 'n', 0, CLI_FLAG, NULL, "list what would be removed, remove nothing"},
+    END};
+
 const cli_cmd cli_cmds[] = {
     {"run", cli_run, "", "run a suite of checks into a results folder (the default command)", run_opts,
      "Progress goes to stderr: on a terminal a live line, otherwise one line per check as it finishes "
@@ -140,7 +146,9 @@ const cli_cmd cli_cmds[] = {
     {"bisect", cli_bisect, "RESULTS_DIR", "name the first diverging layer, tap and op of each failure of a run",
      bisect_opts,
      "To bisect commits instead: git bisect run <a script that builds and runs mlacheck run --git-bisect>."},
-    {"report", cli_report, "RESULTS_DIR", "rebuild a results folder's report: from its journal when the run did not finish (INCOMPLETE), else render index.html again", none_opts, NULL},
+    {"report", cli_report, "RESULTS_DIR",
+     "rebuild a results folder's report: from its journal when the run did not finish (INCOMPLETE), else render it "
+     "again", none_opts, NULL},
     {"list", cli_list, "", "list models, profiles, engines, faults, checks and suites", none_opts, NULL},
     {"ops", cli_ops, "", "the attention operator cases through ref, a plugin, or an export / judge folder", ops_opts,
      "Give exactly one of --engine, --export, --judge."},
@@ -151,6 +159,9 @@ const cli_cmd cli_cmds[] = {
      calibrate_opts, NULL},
     {"write-hf", cli_write_hf, "", "write a model as a Hugging Face folder (config.json, bf16 safetensors)",
      write_hf_opts, NULL},
+    {"clean", cli_clean, "", "remove all but the newest N run folders of results/", clean_opts,
+     "Only folders named as runs (<UTC stamp>Z-<suite>-<4 hex>) go, newest by that stamp; other entries, "
+     "symlinks and runs in progress (.tmp-) stay."},
     {"help", cli_help, "[COMMAND]", "this help, a command's help, or the manual page", help_opts, NULL},
     {0, 0, 0, 0, 0, 0}};
 
