@@ -7,6 +7,8 @@
 #include "mlacheck/fileio.h"
 #include "mlacheck/metrics.h"
 
+#include "mla_git_id.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -17,6 +19,20 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef MLA_HAVE_HDF5
+#include <hdf5.h>
+#endif
+#ifdef MLA_HAVE_GPU
+#include "mla_gpu.h"
+#endif
+#ifndef MLA_BLAS_BUILT
+#define MLA_BLAS_BUILT "unknown"
+#endif
+
+/* OpenBLAS names its build and the kernel it picked at run time; weak: a BLAS without it leaves
+ * the configure-time name. */
+extern char *openblas_get_config(void) __attribute__((weak));
 
 #define MD_MAX_ROWS 500 /* GitHub step summaries are capped at 1 MiB */
 
@@ -55,6 +71,11 @@ void mla_rep_free(mla_rep_run *r)
         free(r->input_file_names[i]);
     }
     free(r->input_files); free(r->input_file_names);
+    for (size_t i = 0; i < r->n_props; i++) {
+        free(r->props[i].key);
+        free(r->props[i].value);
+    }
+    free(r->props);
     free(r->rows); free(r->checks); free(r->kl);
     free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
     free(r);
@@ -92,6 +113,103 @@ static unsigned random16(void)
     return v;
 }
 
+/* ---- provenance ------------------------------------------------------------------------------ */
+
+static rep_prop *prop_find(const mla_rep_run *r, const char *key)
+{
+    for (size_t i = 0; i < r->n_props; i++)
+        if (!strcmp(r->props[i].key, key)) return &r->props[i];
+    return NULL;
+}
+
+const char *mla_rep_prop(const mla_rep_run *r, const char *key)
+{
+    const rep_prop *p = r ? prop_find(r, key) : NULL;
+    return p ? p->value : "";
+}
+
+/* Replaces key's value (adds the key when new). */
+static mla_status prop_set(mla_rep_run *r, const char *key, const char *value)
+{
+    rep_prop *p = prop_find(r, key);
+    char *v = strdup(value ? value : "");
+    if (!v) return MLA_ERR_NOMEM;
+    if (p) {
+        free(p->value);
+        p->value = v;
+        return MLA_OK;
+    }
+    rep_prop *np = realloc(r->props, (r->n_props + 1) * sizeof *np);
+    char *k = strdup(key);
+    if (!np || !k) {
+        if (np) r->props = np;
+        free(v);
+        free(k);
+        return MLA_ERR_NOMEM;
+    }
+    r->props = np;
+    r->props[r->n_props++] = (rep_prop){k, v};
+    return MLA_OK;
+}
+
+mla_status mla_rep_add_prop(mla_rep_run *r, const char *key, const char *value)
+{
+    if (!r || !key || !*key) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_prop: NULL run or empty key");
+    for (const char *c = key; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.'))
+            return mla_errorf(MLA_ERR_INVALID, "provenance key '%s': expected letters, digits, '_' or '.'", key);
+    if (!value || !*value) return MLA_OK;
+    rep_prop *p = prop_find(r, key);
+    if (p) {
+        /* already there as one of the ", "-separated values? */
+        size_t n = strlen(value);
+        for (const char *q = p->value; (q = strstr(q, value)) != NULL; q += n)
+            if ((q == p->value || (q >= p->value + 2 && q[-2] == ',' && q[-1] == ' ')) && (q[n] == '\0' || q[n] == ','))
+                return MLA_OK;
+        size_t len = strlen(p->value) + 2 + n + 1;
+        char *v = malloc(len);
+        if (!v) return MLA_ERR_NOMEM;
+        snprintf(v, len, "%s%s%s", p->value, *p->value ? ", " : "", value);
+        free(p->value);
+        p->value = v;
+    } else if (prop_set(r, key, value)) {
+        return MLA_ERR_NOMEM;
+    }
+#ifdef MLA_HAVE_GPU
+    if (!strcmp(key, "engine") && !strcmp(value, "gpu") && !*mla_rep_prop(r, "device")) {
+        char desc[256];
+        if (mla_gpu_probe(desc, sizeof desc) == MLA_OK) return prop_set(r, "device", desc);
+    }
+#endif
+    return MLA_OK;
+}
+
+/* What every run knows about itself: the git id, the compiler, the BLAS and HDF5 libraries. */
+static int default_props(mla_rep_run *r)
+{
+    char buf[512];
+    int bad = prop_set(r, "git", r->git_sha) != MLA_OK;
+#if defined(__clang__)
+    snprintf(buf, sizeof buf, "clang %s", __clang_version__);
+#elif defined(__GNUC__)
+    snprintf(buf, sizeof buf, "gcc %s", __VERSION__);
+#else
+    snprintf(buf, sizeof buf, "unknown C compiler");
+#endif
+    bad |= prop_set(r, "compiler", buf) != MLA_OK;
+    const char *blas = openblas_get_config ? openblas_get_config() : NULL;
+    bad |= prop_set(r, "blas", blas && *blas ? blas : MLA_BLAS_BUILT) != MLA_OK;
+#ifdef MLA_HAVE_HDF5
+    unsigned maj = 0, min = 0, rel = 0;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
+    bad |= prop_set(r, "hdf5", buf) != MLA_OK;
+#else
+    bad |= prop_set(r, "hdf5", "none (built without HDF5)") != MLA_OK;
+#endif
+    return bad;
+}
+
 mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out)
 {
     if (!results_dir || !out) return mla_errorf(MLA_ERR_INVALID, "mla_rep_new: NULL argument");
@@ -117,12 +235,13 @@ mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_
     snprintf(id, sizeof id, "%s-%s-%04x", stamp, safe, random16());
     const char *sha = getenv("MLA_GIT_SHA");
     if (!sha || !*sha) sha = getenv("GITHUB_SHA");
+    if (!sha || !*sha) sha = MLA_GIT_ID;
     r->results_dir = strdup(results_dir);
     r->suite = dup0(suite_name);
     r->run_id = strdup(id);
     r->created = strdup(created);
     r->git_sha = strdup(sha && *sha ? sha : "unknown");
-    if (!r->results_dir || !r->suite || !r->run_id || !r->created || !r->git_sha) {
+    if (!r->results_dir || !r->suite || !r->run_id || !r->created || !r->git_sha || default_props(r)) {
         mla_rep_free(r);
         return MLA_ERR_NOMEM;
     }
@@ -139,7 +258,7 @@ mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha)
     if (!d) return MLA_ERR_NOMEM;
     free(r->git_sha);
     r->git_sha = d;
-    return MLA_OK;
+    return prop_set(r, "git", d);
 }
 
 static int grow(void **v, size_t *cap, size_t n, size_t elem)
@@ -188,9 +307,14 @@ mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *
     }
     c->v = v;
     c->first_layer = first_layer;
-    c->worst_value = c->headroom = NAN;
+    c->worst_value = c->headroom = c->seconds = NAN;
     r->n_checks++;
     return MLA_OK;
+}
+
+void mla_rep_set_check_seconds(mla_rep_run *r, double seconds)
+{
+    if (r && r->n_checks) r->checks[r->n_checks - 1].seconds = seconds;
 }
 
 mla_status mla_rep_add_kl(mla_rep_run *r, double kl)
@@ -210,17 +334,7 @@ void mla_rep_counts(const mla_rep_run *r, int *pass, int *fail, int *skip)
     if (skip) *skip = c[2];
 }
 
-static double row_metric(const rep_row *w, const char *name)
-{
-    if (strcmp(name, "max_abs") == 0) return w->max_abs;
-    if (strcmp(name, "max_rel") == 0) return w->max_rel;
-    if (strcmp(name, "nmse_db") == 0 || strcmp(name, "nmse") == 0) return w->nmse_db;
-    if (strcmp(name, "cos_diff") == 0) return w->cos_diff;
-    if (strcmp(name, "ulp_p99") == 0) return w->ulp_p99;
-    return w->rel_l2;
-}
-
-/* Worst headroom of each check over its metric rows; NaN headroom counts as the worst. */
+/* The largest limit use of each check over its metric rows; NaN counts as the largest. */
 static void summarize_checks(mla_rep_run *r)
 {
     for (size_t i = 0; i < r->n_checks; i++) {
@@ -239,7 +353,7 @@ static void summarize_checks(mla_rep_run *r)
             free(c->worst);
             c->worst = wn;
         }
-        c->worst_value = row_metric(best, best->worst);
+        c->worst_value = mla_rep_row_metric(best, best->worst);
         c->headroom = best->headroom;
     }
 }
@@ -300,7 +414,8 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
     for (size_t i = 0; i < r->n_rows; i++) rows_failed += !r->rows[i].pass;
     json_t *root = json_object(), *checks = json_array(), *kl = json_array();
     if (!root || !checks || !kl) goto nomem;
-    json_object_set_new(root, "schema_version", json_integer(1));
+    /* 2: "limit_use" replaced "headroom", "provenance" and per-check "seconds" added */
+    json_object_set_new(root, "schema_version", json_integer(2));
     json_object_set_new(root, "run_id", json_string(r->run_id));
     json_object_set_new(root, "suite", json_string(r->suite));
     json_object_set_new(root, "git_sha", json_string(r->git_sha));
@@ -311,12 +426,17 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
                                                   "pass", pass, "fail", fail, "skip", skip, "cases", n_cases(r),
                                                   "metrics", (json_int_t)r->n_rows, "metrics_failed", (json_int_t)rows_failed));
     json_object_set_new(root, "note", json_string(r->note));
+    json_t *prov = json_object();
+    if (!prov) goto nomem;
+    for (size_t i = 0; i < r->n_props; i++) json_object_set_new(prov, r->props[i].key, json_string(r->props[i].value));
+    json_object_set_new(root, "provenance", prov);
     for (size_t i = 0; i < r->n_checks; i++) {
         const rep_check *c = &r->checks[i];
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s}", "case", c->case_name, "check", c->check,
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s,s:o}", "case", c->case_name, "check", c->check,
                               "profile", c->profile, "path", c->path, "verdict", verdict_names[c->v], "message",
-                              c->message, "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "headroom",
-                              jnum(c->headroom), "first_layer", c->first_layer, "first_tap", c->first_tap);
+                              c->message, "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "limit_use",
+                              jnum(c->headroom), "first_layer", c->first_layer, "first_tap", c->first_tap, "seconds",
+                              jnum(c->seconds));
         if (!o || json_array_append_new(checks, o)) goto nomem;
     }
     for (size_t i = 0; i < r->n_kl; i++)
@@ -351,6 +471,52 @@ static mla_status write_tsv(const mla_rep_run *r, const char *dir)
     return mla_metrics_write(path, r->rows, r->n_rows);
 }
 
+/* ---- failures grouped by first divergence ---------------------------------------------------- */
+
+/* The root-cause key of a failing check: its first divergence (layer and tap), or for a failure
+ * that names none (an error) its message, so one cause makes one group. */
+static void group_key(const rep_check *c, char *out, size_t n)
+{
+    if (c->first_layer >= 0 && *c->first_tap) snprintf(out, n, "layer %d tap %s", c->first_layer, c->first_tap);
+    else if (*c->first_tap) snprintf(out, n, "tap %s", c->first_tap);
+    else snprintf(out, n, "%.160s", *c->message ? c->message : "no divergence located");
+}
+
+/* Failing checks in groups: order[] holds check indices group by group (groups in order of first
+ * appearance), start[g] the first index of group g in order[], *n_groups. Caller frees both. */
+static int failure_groups(const mla_rep_run *r, size_t **order_out, size_t **start_out, size_t *n_groups)
+{
+    size_t *order = malloc((r->n_checks + 1) * sizeof *order), *start = malloc((r->n_checks + 2) * sizeof *start);
+    if (!order || !start) {
+        free(order);
+        free(start);
+        return -1;
+    }
+    size_t k = 0, g = 0;
+    char ki[200], kj[200];
+    for (size_t i = 0; i < r->n_checks; i++) {
+        if (r->checks[i].v != MLA_REP_FAIL) continue;
+        group_key(&r->checks[i], ki, sizeof ki);
+        int seen = 0; /* this key's group already emitted? */
+        for (size_t q = 0; q < k && !seen; q++) {
+            group_key(&r->checks[order[q]], kj, sizeof kj);
+            seen = !strcmp(ki, kj);
+        }
+        if (seen) continue;
+        start[g++] = k;
+        for (size_t j = i; j < r->n_checks; j++) {
+            if (r->checks[j].v != MLA_REP_FAIL) continue;
+            group_key(&r->checks[j], kj, sizeof kj);
+            if (!strcmp(ki, kj)) order[k++] = j;
+        }
+    }
+    start[g] = k;
+    *order_out = order;
+    *start_out = start;
+    *n_groups = g;
+    return 0;
+}
+
 /* ---- summary.md ------------------------------------------------------------------------------ */
 
 static void fmt_g(char *buf, size_t n, double x)
@@ -373,23 +539,26 @@ static void md_check_row(FILE *f, const rep_check *c, int with_detail)
     fprintf(f, " | %s |", hr);
     if (with_detail) {
         fputc(' ', f);
-        if (c->first_layer >= 0 || *c->first_tap) {
-            if (c->first_layer >= 0) fprintf(f, "layer %d ", c->first_layer);
-            mla_rep_md_escape(f, c->first_tap);
-        }
-        fputs(" | ", f);
         mla_rep_md_escape(f, c->message);
         fputs(" |", f);
     }
     fputc('\n', f);
 }
 
+#define LIMIT_USE_DEF "limit use = measured / limit of the metric nearest its limit (0 exact, 1 at the limit, above 1 fails)"
+
 static mla_status write_md(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
     if (mla_rep_pathf(path, sizeof path, "%s/summary.md", dir)) return MLA_ERR_INVALID;
+    size_t *order = NULL, *start = NULL, ng = 0;
+    if (failure_groups(r, &order, &start, &ng)) return mla_errorf(MLA_ERR_NOMEM, "summary.md: out of memory");
     FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) {
+        free(order);
+        free(start);
+        return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    }
     int pass, fail, skip;
     mla_rep_counts(r, &pass, &fail, &skip);
     fprintf(f, "## mlacheck %s: %s\n\n", r->suite, fail ? "FAIL" : "PASS");
@@ -402,21 +571,70 @@ static mla_status write_md(const mla_rep_run *r, const char *dir)
         mla_rep_md_escape(f, r->note);
         fputs("\n\n", f);
     }
-    if (fail) {
-        fputs("### Failing checks\n\n| case | check | profile | path | result | worst | headroom | first divergence | message |\n"
-              "|---|---|---|---|---|---|---|---|---|\n", f);
-        for (size_t i = 0; i < r->n_checks; i++)
-            if (r->checks[i].v == MLA_REP_FAIL) md_check_row(f, &r->checks[i], 1);
-        fputc('\n', f);
+    fputs("| provenance | |\n|---|---|\n", f);
+    for (size_t i = 0; i < r->n_props; i++) {
+        fputs("| ", f);
+        mla_rep_md_escape(f, r->props[i].key);
+        fputs(" | ", f);
+        mla_rep_md_escape(f, r->props[i].value);
+        fputs(" |\n", f);
     }
-    fputs("### All checks\n\n| case | check | profile | path | result | worst | headroom |\n|---|---|---|---|---|---|---|\n", f);
+    fputc('\n', f);
+    if (fail) {
+        fprintf(f, "### Failures by first divergence: %zu cause%s, %d failing checks\n\n", ng, ng == 1 ? "" : "s", fail);
+        char key[200];
+        for (size_t g = 0; g < ng; g++) {
+            group_key(&r->checks[order[start[g]]], key, sizeof key);
+            size_t n = start[g + 1] - start[g];
+            fprintf(f, "#### %zu. ", g + 1);
+            mla_rep_md_escape(f, key);
+            fprintf(f, " (%zu check%s)\n\n| case | check | profile | path | result | worst | limit use | message |\n"
+                       "|---|---|---|---|---|---|---|---|\n", n, n == 1 ? "" : "s");
+            for (size_t q = start[g]; q < start[g + 1]; q++) md_check_row(f, &r->checks[order[q]], 1);
+            fputc('\n', f);
+        }
+    }
+    fprintf(f, "<details><summary>All checks (%zu)</summary>\n\n| case | check | profile | path | result | worst | limit use |\n"
+               "|---|---|---|---|---|---|---|\n", r->n_checks);
     for (size_t i = 0; i < r->n_checks && i < MD_MAX_ROWS; i++) md_check_row(f, &r->checks[i], 0);
     if (r->n_checks > MD_MAX_ROWS) fprintf(f, "\n%zu more checks in summary.json\n", r->n_checks - MD_MAX_ROWS);
+    fputs("\n</details>\n\n" LIMIT_USE_DEF ".\n", f);
+    free(order);
+    free(start);
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
     return MLA_OK;
 }
 
 /* ---- junit.xml ------------------------------------------------------------------------------- */
+
+/* One line of s (newlines and tabs as spaces), escaped. */
+static void xml_line(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        char c = *s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s;
+        char one[2] = {c, 0};
+        mla_rep_xml_escape(f, one);
+    }
+}
+
+static void xml_prop(FILE *f, const char *name, const char *value)
+{
+    fputs("      <property name=\"", f);
+    mla_rep_xml_escape(f, name);
+    fputs("\" value=\"", f);
+    xml_line(f, value);
+    fputs("\"/>\n", f);
+}
+
+/* The failure's type attribute: what kind of failure, for reporters that group by it. */
+static const char *failure_type(const rep_check *c)
+{
+    if (!strncmp(c->message, "error:", 6)) return "error";
+    if (*c->first_tap) return "divergence";
+    return "failure";
+}
+
+static double secs0(double s) { return isfinite(s) && s > 0 ? s : 0.0; }
 
 static mla_status write_junit(const mla_rep_run *r, const char *dir)
 {
@@ -426,26 +644,51 @@ static mla_status write_junit(const mla_rep_run *r, const char *dir)
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     int pass, fail, skip;
     mla_rep_counts(r, &pass, &fail, &skip);
+    /* The JUnit schema's timestamp is ISO 8601 without a zone: ours is UTC. */
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%.19s", r->created);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mlacheck ", f);
     mla_rep_xml_escape(f, r->suite);
-    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", r->n_checks, fail, skip,
-            isfinite(r->wall) ? r->wall : 0.0);
+    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\" timestamp=\"%s\">\n",
+            r->n_checks, fail, skip, secs0(r->wall), stamp);
     /* One testsuite per case, in order of first appearance. */
+    int id = 0;
     for (size_t i = 0; i < r->n_checks; i++) {
         const char *cname = r->checks[i].case_name;
         size_t j = 0;
         while (j < i && strcmp(r->checks[j].case_name, cname) != 0) j++;
         if (j < i) continue;
         int t = 0, cf = 0, cs = 0;
+        double secs = 0;
+        char profiles[256] = "";
         for (size_t k = i; k < r->n_checks; k++)
             if (strcmp(r->checks[k].case_name, cname) == 0) {
                 t++;
                 cf += r->checks[k].v == MLA_REP_FAIL;
                 cs += r->checks[k].v == MLA_REP_SKIP;
+                secs += secs0(r->checks[k].seconds);
+                const char *pf = r->checks[k].profile;
+                size_t pl = strlen(profiles), n = strlen(pf);
+                int have = 0;
+                for (const char *q = profiles; (q = strstr(q, pf)) != NULL; q += n)
+                    have |= (q == profiles || q[-1] == ' ') && (q[n] == '\0' || q[n] == ',');
+                if (!have && strcmp(pf, "-") && pl + n + 3 < sizeof profiles)
+                    snprintf(profiles + pl, sizeof profiles - pl, "%s%s", pl ? ", " : "", pf);
             }
         fputs("  <testsuite name=\"", f);
         mla_rep_xml_escape(f, cname);
-        fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\">\n", t, cf, cs);
+        fprintf(f, "\" id=\"%d\" package=\"", id++);
+        mla_rep_xml_escape(f, r->suite);
+        fputs("\" hostname=\"", f);
+        mla_rep_xml_escape(f, r->hostname);
+        fprintf(f, "\" timestamp=\"%s\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n"
+                   "    <properties>\n", stamp, t, cf, cs, secs);
+        xml_prop(f, "git_sha", r->git_sha);
+        xml_prop(f, "run_id", r->run_id);
+        xml_prop(f, "profile", profiles);
+        for (size_t q = 0; q < r->n_props; q++)
+            if (strcmp(r->props[q].key, "git")) xml_prop(f, r->props[q].key, r->props[q].value);
+        fputs("    </properties>\n", f);
         for (size_t k = i; k < r->n_checks; k++) {
             const rep_check *c = &r->checks[k];
             if (strcmp(c->case_name, cname) != 0) continue;
@@ -459,44 +702,44 @@ static mla_status write_junit(const mla_rep_run *r, const char *dir)
             mla_rep_xml_escape(f, c->profile);
             fputc('/', f);
             mla_rep_xml_escape(f, c->path);
+            fprintf(f, "\" time=\"%.3f\"", secs0(c->seconds));
             if (c->v == MLA_REP_PASS) {
-                fputs("\"/>\n", f);
+                fputs("/>\n", f);
                 continue;
             }
-            fputs("\">\n      <", f);
-            fputs(c->v == MLA_REP_FAIL ? "failure" : "skipped", f);
-            fputs(" message=\"", f);
-            mla_rep_xml_escape(f, c->message);
-            fputs("\">", f);
-            if (c->v == MLA_REP_FAIL) {
-                fprintf(f, "worst %s = %.6g, headroom %.6g", c->worst, c->worst_value, c->headroom);
-                if (c->first_layer >= 0) fprintf(f, "; first diverging: layer %d", c->first_layer);
-                if (*c->first_tap) {
-                    fputs(c->first_layer >= 0 ? " tap " : "; first diverging tap ", f);
-                    mla_rep_xml_escape(f, c->first_tap);
-                }
-                /* The failing tensors of this check, worst first is not needed: order of computation. */
-                int shown = 0;
-                for (size_t q = 0; q < r->n_rows && shown < 20; q++) {
-                    const rep_row *w = &r->rows[q];
-                    if (w->pass || strcmp(w->case_name, c->case_name) || strcmp(w->check, c->check) ||
-                        strcmp(w->profile, c->profile) || strcmp(w->path, c->path))
-                        continue;
-                    fprintf(f, "\nlayer %d ", w->layer);
-                    mla_rep_xml_escape(f, w->tap);
-                    if (w->kv_len >= 0) fprintf(f, " kv_len %d", w->kv_len);
-                    fprintf(f, ": max_abs %.3g max_rel %.3g nmse %.1f dB cos_diff %.3g rel_l2 %.3g ulp_p99 %.3g headroom %.3g ",
-                            w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom);
-                    mla_rep_xml_escape(f, w->why);
-                    shown++;
-                }
-                fprintf(f, "</failure>\n");
-            } else {
-                fprintf(f, "</skipped>\n");
+            if (c->v == MLA_REP_SKIP) {
+                fputs(">\n      <skipped message=\"", f);
+                xml_line(f, c->message);
+                fputs("\"/>\n    </testcase>\n", f);
+                continue;
             }
-            fputs("    </testcase>\n", f);
+            fprintf(f, ">\n      <failure type=\"%s\" message=\"", failure_type(c));
+            xml_line(f, c->message);
+            fputs("\">", f);
+            fprintf(f, "worst %s = %.6g, limit use %.6g", c->worst, c->worst_value, c->headroom);
+            if (c->first_layer >= 0) fprintf(f, "; first diverging: layer %d", c->first_layer);
+            if (*c->first_tap) {
+                fputs(c->first_layer >= 0 ? " tap " : "; first diverging tap ", f);
+                mla_rep_xml_escape(f, c->first_tap);
+            }
+            /* The failing tensors of this check, in the order of computation. */
+            int shown = 0;
+            for (size_t q = 0; q < r->n_rows && shown < 20; q++) {
+                const rep_row *w = &r->rows[q];
+                if (w->pass || strcmp(w->case_name, c->case_name) || strcmp(w->check, c->check) ||
+                    strcmp(w->profile, c->profile) || strcmp(w->path, c->path))
+                    continue;
+                fprintf(f, "\nlayer %d ", w->layer);
+                mla_rep_xml_escape(f, w->tap);
+                if (w->kv_len >= 0) fprintf(f, " kv_len %d", w->kv_len);
+                fprintf(f, ": max_abs %.3g max_rel %.3g nmse %.1f dB cos_diff %.3g rel_l2 %.3g ulp_p99 %.3g limit use %.3g ",
+                        w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom);
+                mla_rep_xml_escape(f, w->why);
+                shown++;
+            }
+            fputs("</failure>\n    </testcase>\n", f);
         }
-        fputs("  </testsuite>\n", f);
+        fputs("    <system-out/>\n    <system-err/>\n  </testsuite>\n", f);
     }
     fputs("</testsuites>\n", f);
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
@@ -512,19 +755,45 @@ static void html_cell(FILE *f, const char *s)
     fputs("</td>", f);
 }
 
+static void html_check_row(FILE *f, const rep_check *c)
+{
+    char wv[48], hr[32], fl[128], num[32];
+    fmt_g(hr, sizeof hr, c->headroom);
+    fmt_g(num, sizeof num, c->worst_value);
+    snprintf(wv, sizeof wv, "%s %s", c->worst, *c->worst ? num : "");
+    if (c->first_layer >= 0) snprintf(fl, sizeof fl, "layer %d %s", c->first_layer, c->first_tap);
+    else snprintf(fl, sizeof fl, "%s", c->first_tap);
+    fprintf(f, "<tr class=\"%s\">", verdict_names[c->v]);
+    html_cell(f, c->case_name); html_cell(f, c->check); html_cell(f, c->profile); html_cell(f, c->path);
+    html_cell(f, verdict_names[c->v]); html_cell(f, wv); html_cell(f, hr); html_cell(f, fl);
+    html_cell(f, c->message);
+    fputs("</tr>\n", f);
+}
+
+#define HTML_CHECK_HEAD "<table><tr><th>case</th><th>check</th><th>profile</th><th>path</th><th>result</th>" \
+    "<th>worst</th><th>limit use</th><th>first divergence</th><th>message</th></tr>\n"
+
 static mla_status write_html(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
     if (mla_rep_pathf(path, sizeof path, "%s/index.html", dir)) return MLA_ERR_INVALID;
+    size_t *order = NULL, *start = NULL, ng = 0;
+    if (failure_groups(r, &order, &start, &ng)) return mla_errorf(MLA_ERR_NOMEM, "index.html: out of memory");
     FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) {
+        free(order);
+        free(start);
+        return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    }
     int pass, fail, skip;
     mla_rep_counts(r, &pass, &fail, &skip);
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mlacheck ", f);
     mla_rep_xml_escape(f, r->run_id);
+    /* Plots take the page's width (at least 600 px, at most their 1200 px); a click opens the SVG. */
     fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}tr.fail{background:#fdd}tr.skip{color:#888}"
-          "img{max-width:48%;margin:4px;border:1px solid #eee}</style></head><body>\n<h1>mlacheck ", f);
+          "figure.plot{display:block;margin:1.5em 0}figure.plot img{display:block;width:100%;min-width:600px;"
+          "max-width:1200px;border:1px solid #eee}figcaption{font-size:90%;color:#444}</style></head><body>\n<h1>mlacheck ", f);
     mla_rep_xml_escape(f, r->suite);
     fprintf(f, ": %s</h1>\n<p>%d failed, %d passed, %d skipped of %zu checks; %zu tensors compared; wall %.1f s; git <code>",
             fail ? "FAIL" : "PASS", fail, pass, skip, r->n_checks, r->n_rows, r->wall);
@@ -538,27 +807,29 @@ static mla_status write_html(const mla_rep_run *r, const char *dir)
         mla_rep_xml_escape(f, r->note);
         fputs("</em></p>\n", f);
     }
-    fputs("<h2>Checks</h2>\n<table><tr><th>case</th><th>check</th><th>profile</th><th>path</th><th>result</th>"
-          "<th>worst</th><th>headroom</th><th>first divergence</th><th>message</th></tr>\n", f);
-    /* Failures first, then the rest in run order. */
-    for (int pass_no = 0; pass_no < 2; pass_no++)
-        for (size_t i = 0; i < r->n_checks; i++) {
-            const rep_check *c = &r->checks[i];
-            if ((c->v == MLA_REP_FAIL) != (pass_no == 0)) continue;
-            char wv[48], hr[32], fl[128];
-            fmt_g(hr, sizeof hr, c->headroom);
-            char num[32];
-            fmt_g(num, sizeof num, c->worst_value);
-            snprintf(wv, sizeof wv, "%s %s", c->worst, *c->worst ? num : "");
-            if (c->first_layer >= 0) snprintf(fl, sizeof fl, "layer %d %s", c->first_layer, c->first_tap);
-            else snprintf(fl, sizeof fl, "%s", c->first_tap);
-            fprintf(f, "<tr class=\"%s\">", verdict_names[c->v]);
-            html_cell(f, c->case_name); html_cell(f, c->check); html_cell(f, c->profile); html_cell(f, c->path);
-            html_cell(f, verdict_names[c->v]); html_cell(f, wv); html_cell(f, hr); html_cell(f, fl);
-            html_cell(f, c->message);
-            fputs("</tr>\n", f);
+    fputs("<table class=\"provenance\">", f);
+    for (size_t i = 0; i < r->n_props; i++) {
+        fputs("<tr><th>", f);
+        mla_rep_xml_escape(f, r->props[i].key);
+        fputs("</th>", f);
+        html_cell(f, r->props[i].value);
+        fputs("</tr>", f);
+    }
+    fputs("</table>\n<p>" LIMIT_USE_DEF ".</p>\n", f);
+    if (fail) {
+        fprintf(f, "<h2>Failures by first divergence: %zu cause%s, %d failing checks</h2>\n", ng, ng == 1 ? "" : "s", fail);
+        char key[200];
+        for (size_t g = 0; g < ng; g++) {
+            group_key(&r->checks[order[start[g]]], key, sizeof key);
+            size_t n = start[g + 1] - start[g];
+            fprintf(f, "<h3>%zu. ", g + 1);
+            mla_rep_xml_escape(f, key);
+            fprintf(f, " (%zu check%s)</h3>\n" HTML_CHECK_HEAD, n, n == 1 ? "" : "s");
+            for (size_t q = start[g]; q < start[g + 1]; q++) html_check_row(f, &r->checks[order[q]]);
+            fputs("</table>\n", f);
         }
-    fputs("</table>\n<h2>Plots</h2>\n", f);
+    }
+    fputs("<h2>Plots</h2>\n", f);
     char lpath[4300];
     FILE *lf = mla_rep_pathf(lpath, sizeof lpath, "%s/plots/%s", dir, MLA_REP_PLOT_LIST) ? NULL : fopen(lpath, "r");
     int shown = 0;
@@ -569,21 +840,27 @@ static mla_status write_html(const mla_rep_run *r, const char *dir)
             char *tab = strchr(line, '\t');
             if (!tab) continue;
             *tab = '\0';
-            fputs("<figure style=\"display:inline-block\"><a href=\"plots/", f);
+            fputs("<figure class=\"plot\"><a href=\"plots/", f);
             mla_rep_xml_escape(f, line);
-            fputs(".png\"><img src=\"plots/", f);
+            fputs(".svg\"><img src=\"plots/", f);
             mla_rep_xml_escape(f, line);
             fputs(".svg\" alt=\"", f);
             mla_rep_xml_escape(f, tab + 1);
             fputs("\"></a><figcaption>", f);
             mla_rep_xml_escape(f, tab + 1);
-            fputs("</figcaption></figure>\n", f);
+            fputs(" (<a href=\"plots/", f);
+            mla_rep_xml_escape(f, line);
+            fputs(".png\">PNG</a>)</figcaption></figure>\n", f);
             shown++;
         }
         fclose(lf);
     }
     if (!shown) fputs("<p>No plots.</p>\n", f);
-    fputs("</body></html>\n", f);
+    fprintf(f, "<h2>All checks (%zu)</h2>\n" HTML_CHECK_HEAD, r->n_checks);
+    for (size_t i = 0; i < r->n_checks; i++) html_check_row(f, &r->checks[i]);
+    fputs("</table>\n</body></html>\n", f);
+    free(order);
+    free(start);
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
     return MLA_OK;
 }
@@ -667,6 +944,8 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_finish: NULL run");
     r->wall = wall_seconds;
     summarize_checks(r);
+    if (gethostname(r->hostname, sizeof r->hostname - 1) != 0 || !*r->hostname) snprintf(r->hostname, sizeof r->hostname, "unknown");
+    if (prop_set(r, "host", r->hostname)) return mla_errorf(MLA_ERR_NOMEM, "report: provenance");
     char tmp[4200], final[4200];
     if (mla_rep_pathf(final, sizeof final, "%s/%s", r->results_dir, r->run_id) ||
         mla_rep_pathf(tmp, sizeof tmp, "%s/%s.tmp-XXXXXX", r->results_dir, r->run_id))
@@ -759,8 +1038,17 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
         free(rc->worst);
         rc->worst = wn;
         rc->worst_value = jdbl(c, "worst_value");
-        rc->headroom = jdbl(c, "headroom");
+        /* schema 1 folders call the limit use "headroom" */
+        rc->headroom = json_object_get(c, "limit_use") ? jdbl(c, "limit_use") : jdbl(c, "headroom");
+        rc->seconds = jdbl(c, "seconds");
     }
+    json_t *prov = json_object_get(root, "provenance"), *pv;
+    const char *pk;
+    if (st == MLA_OK && json_is_object(prov)) json_object_foreach(prov, pk, pv) {
+        if (json_is_string(pv) && (st = prop_set(r, pk, json_string_value(pv))) != MLA_OK) break;
+    }
+    if (st == MLA_OK && !*mla_rep_prop(r, "git") && prop_set(r, "git", r->git_sha)) st = MLA_ERR_NOMEM;
+    snprintf(r->hostname, sizeof r->hostname, "%s", *mla_rep_prop(r, "host") ? mla_rep_prop(r, "host") : "unknown");
     json_t *kl = json_object_get(root, "logits_kl"), *k;
     if (st == MLA_OK && json_is_array(kl)) json_array_foreach(kl, i, k) {
         if ((st = mla_rep_add_kl(r, json_is_number(k) ? json_number_value(k) : NAN)) != MLA_OK) break;

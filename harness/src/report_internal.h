@@ -6,6 +6,7 @@
 #include "mlacheck/report.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 /* snprintf for file paths: 0, or -1 (with an MLA_ERR_INVALID detail) when the path does not fit. */
 static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
@@ -29,12 +30,29 @@ static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
 /* A stored metric row: the strings are the run's own copies (never NULL; worst defaulted). */
 typedef mla_rep_row rep_row;
 
+/* A row's value of a metric by name (nmse is nmse_db); rel_l2 for any other name. */
+static inline double mla_rep_row_metric(const rep_row *w, const char *name)
+{
+    if (strcmp(name, "max_abs") == 0) return w->max_abs;
+    if (strcmp(name, "max_rel") == 0) return w->max_rel;
+    if (strcmp(name, "nmse_db") == 0 || strcmp(name, "nmse") == 0) return w->nmse_db;
+    if (strcmp(name, "cos_diff") == 0) return w->cos_diff;
+    if (strcmp(name, "ulp_p99") == 0) return w->ulp_p99;
+    return w->rel_l2;
+}
+
 typedef struct rep_check {
     char *case_name, *check, *profile, *path, *message, *first_tap, *worst;
     int first_layer;
     mla_rep_verdict v;
-    double worst_value, headroom; /* NAN when the check has no metric rows */
+    double worst_value, headroom; /* headroom: the limit use (report.h); NAN when no metric rows */
+    double seconds;               /* NAN when not timed */
 } rep_check;
+
+/* One provenance property ("git", "compiler", "engine", ...), written into every output. */
+typedef struct rep_prop {
+    char *key, *value;
+} rep_prop;
 
 struct mla_rep_run {
     char *results_dir, *suite, *run_id, *git_sha, *created;
@@ -52,6 +70,9 @@ struct mla_rep_run {
     char **input_files;   /* failures/<name>.h5 moved in at finish: the candidate's dump */
     char **input_file_names;
     size_t n_input_files;
+    rep_prop *props;
+    size_t n_props;
+    char hostname[256];
 };
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a
