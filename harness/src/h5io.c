@@ -3,6 +3,10 @@
  * every return value is checked, so a damaged file gives a status with the file name, never a crash
  * or a screen of HDF5 traces; the innermost HDF5 error text is appended to our detail. */
 #include "mlacheck/h5io.h"
+#include "mlacheck/buildinfo.h"
+#ifdef MLA_HAVE_GPU
+#include "mla_gpu.h"
+#endif
 #include "mla_model/model.h"
 
 #ifdef MLA_HAVE_HDF5
@@ -714,6 +718,17 @@ static mla_status write_meta(const char *path, hid_t f, const mla_dump *d, const
     if (!st && m->kv_scale > 0)
         st = attr_write(path, g, "/meta", "kv_scale", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &m->kv_scale);
     if (!st && m->e4m3[0]) st = attr_write_field(path, g, "e4m3", m->e4m3, sizeof m->e4m3);
+    /* Provenance of the writer: the build that wrote the file (git_sha above is what the producer
+     * was told), its compiler and libraries, and for a GPU engine's dump the device. */
+    if (!st) st = attr_write_str(path, g, "/meta", "build_git_id", mla_build_git_id());
+    if (!st) st = attr_write_str(path, g, "/meta", "compiler", mla_build_compiler());
+    if (!st) st = attr_write_str(path, g, "/meta", "blas", mla_build_blas());
+    if (!st) st = attr_write_str(path, g, "/meta", "hdf5_version", mla_build_hdf5());
+#ifdef MLA_HAVE_GPU
+    char dev[256];
+    if (!st && !strncmp(m->engine, "gpu", 3) && mla_gpu_probe(dev, sizeof dev) == MLA_OK)
+        st = attr_write_str(path, g, "/meta", "device", dev);
+#endif
     H5Gclose(g);
     return st;
 }

@@ -4,10 +4,9 @@
  * (mla_rep_render), so a report can be restyled without rerunning a suite. */
 #include "report_internal.h"
 
+#include "mlacheck/buildinfo.h"
 #include "mlacheck/fileio.h"
 #include "mlacheck/metrics.h"
-
-#include "mla_git_id.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -20,19 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef MLA_HAVE_HDF5
-#include <hdf5.h>
-#endif
 #ifdef MLA_HAVE_GPU
 #include "mla_gpu.h"
 #endif
-#ifndef MLA_BLAS_BUILT
-#define MLA_BLAS_BUILT "unknown"
-#endif
-
-/* OpenBLAS names its build and the kernel it picked at run time; weak: a BLAS without it leaves
- * the configure-time name. */
-extern char *openblas_get_config(void) __attribute__((weak));
 
 #define MD_MAX_ROWS 500 /* GitHub step summaries are capped at 1 MiB */
 
@@ -187,27 +176,8 @@ mla_status mla_rep_add_prop(mla_rep_run *r, const char *key, const char *value)
 /* What every run knows about itself: the git id, the compiler, the BLAS and HDF5 libraries. */
 static int default_props(mla_rep_run *r)
 {
-    char buf[512];
-    int bad = prop_set(r, "git", r->git_sha) != MLA_OK;
-#if defined(__clang__)
-    snprintf(buf, sizeof buf, "clang %s", __clang_version__);
-#elif defined(__GNUC__)
-    snprintf(buf, sizeof buf, "gcc %s", __VERSION__);
-#else
-    snprintf(buf, sizeof buf, "unknown C compiler");
-#endif
-    bad |= prop_set(r, "compiler", buf) != MLA_OK;
-    const char *blas = openblas_get_config ? openblas_get_config() : NULL;
-    bad |= prop_set(r, "blas", blas && *blas ? blas : MLA_BLAS_BUILT) != MLA_OK;
-#ifdef MLA_HAVE_HDF5
-    unsigned maj = 0, min = 0, rel = 0;
-    H5get_libversion(&maj, &min, &rel);
-    snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
-    bad |= prop_set(r, "hdf5", buf) != MLA_OK;
-#else
-    bad |= prop_set(r, "hdf5", "none (built without HDF5)") != MLA_OK;
-#endif
-    return bad;
+    return prop_set(r, "git", r->git_sha) || prop_set(r, "compiler", mla_build_compiler()) ||
+           prop_set(r, "blas", mla_build_blas()) || prop_set(r, "hdf5", mla_build_hdf5());
 }
 
 mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out)
@@ -235,7 +205,7 @@ mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_
     snprintf(id, sizeof id, "%s-%s-%04x", stamp, safe, random16());
     const char *sha = getenv("MLA_GIT_SHA");
     if (!sha || !*sha) sha = getenv("GITHUB_SHA");
-    if (!sha || !*sha) sha = MLA_GIT_ID;
+    if (!sha || !*sha) sha = mla_build_git_id();
     r->results_dir = strdup(results_dir);
     r->suite = dup0(suite_name);
     r->run_id = strdup(id);
