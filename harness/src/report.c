@@ -441,6 +441,58 @@ static mla_status write_tsv(const mla_rep_run *r, const char *dir)
     return mla_metrics_write(path, r->rows, r->n_rows);
 }
 
+/* limits.tsv: the rule limits of each metrics.tsv row, line for line (0: not checked), so that a
+ * re-render draws the same limit lines; metrics.tsv keeps its columns. */
+#define LIMITS_HEADER "lim_max_abs\tlim_max_rel\tlim_cos_diff\tlim_rel_l2\tlim_ulp_p99"
+
+static mla_status write_limits(const mla_rep_run *r, const char *dir)
+{
+    char path[4200];
+    if (mla_rep_pathf(path, sizeof path, "%s/limits.tsv", dir)) return MLA_ERR_INVALID;
+    FILE *f = fopen(path, "w");
+    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    fputs(LIMITS_HEADER "\n", f);
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const rep_row *w = &r->rows[i];
+        fprintf(f, "%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", w->lim_max_abs, w->lim_max_rel, w->lim_cos_diff,
+                w->lim_rel_l2, w->lim_ulp_p99);
+    }
+    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
+    return MLA_OK;
+}
+
+/* Reads limits.tsv into the rows when it is there and has one line per row (older folders have
+ * none: their plots draw no limits). Errors: MLA_ERR_FORMAT naming path:line. */
+static mla_status load_limits(mla_rep_run *r, const char *dir)
+{
+    char path[4200], line[512];
+    if (mla_rep_pathf(path, sizeof path, "%s/limits.tsv", dir)) return MLA_ERR_INVALID;
+    FILE *f = fopen(path, "r");
+    if (!f) return MLA_OK;
+    mla_status st = MLA_OK;
+    size_t i = 0;
+    int ln = 0;
+    while (!st && fgets(line, sizeof line, f)) {
+        if (++ln == 1) {
+            if (strncmp(line, LIMITS_HEADER, strlen(LIMITS_HEADER)))
+                st = mla_errorf(MLA_ERR_FORMAT, "%s:1: expected the header %s", path, LIMITS_HEADER);
+            continue;
+        }
+        double v[5];
+        if (i >= r->n_rows || sscanf(line, "%lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s:%d: expected 5 numbers for metrics.tsv row %zu of %zu", path, ln, i + 1,
+                            r->n_rows);
+            break;
+        }
+        rep_row *w = &r->rows[i++];
+        w->lim_max_abs = v[0], w->lim_max_rel = v[1], w->lim_cos_diff = v[2], w->lim_rel_l2 = v[3], w->lim_ulp_p99 = v[4];
+    }
+    fclose(f);
+    if (!st && i != r->n_rows)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: %zu rows; metrics.tsv has %zu", path, i, r->n_rows);
+    return st;
+}
+
 /* ---- failures grouped by first divergence ---------------------------------------------------- */
 
 /* The root-cause key of a failing check: its first divergence (layer and tap), or for a failure
@@ -924,6 +976,7 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     chmod(tmp, 0755); /* mkdtemp makes it 0700; results are meant to be read */
     mla_status st = render(r, tmp, 1); /* plots first: the note they leave goes into the JSON */
     if (st == MLA_OK) st = write_tsv(r, tmp);
+    if (st == MLA_OK) st = write_limits(r, tmp);
     if (st == MLA_OK) st = write_json(r, tmp);
     if (st == MLA_OK) st = write_inputs(r, tmp);
     if (st == MLA_OK && rename(tmp, final) != 0)
@@ -1026,6 +1079,7 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
     json_decref(root);
     if (st == MLA_OK && mla_rep_pathf(path, sizeof path, "%s/metrics.tsv", dir)) st = MLA_ERR_INVALID;
     if (st == MLA_OK) st = load_tsv(r, path);
+    if (st == MLA_OK) st = load_limits(r, dir);
     if (st == MLA_OK) st = render(r, dir, 0);
     if (st == MLA_OK && note && n) snprintf(note, n, "%s", r->note);
     mla_rep_free(r);

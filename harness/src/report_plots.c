@@ -140,17 +140,20 @@ static int tap_order(const char *name)
     return mla_tap_from_name(name, &t) == 0 ? (int)t : 1000;
 }
 
-/* The limit of w's rule for metric: measured / limit use, known only when that metric set the
- * limit use (the row keeps one ratio) and neither is 0. */
+/* The limit of w's rule for metric (limits.tsv); NAN when not checked, not known, or a bitwise
+ * limit (1e-300: "equal", which no axis can show). */
 static double row_limit(const rep_row *w, const char *metric)
 {
-    double v = mla_rep_row_metric(w, metric);
-    if (strcmp(w->worst, metric) != 0 || !(v > 0) || !(w->headroom > 0) || !isfinite(w->headroom)) return NAN;
-    return v / w->headroom;
+    double l = !strcmp(metric, "max_abs")  ? w->lim_max_abs
+             : !strcmp(metric, "max_rel")  ? w->lim_max_rel
+             : !strcmp(metric, "cos_diff") ? w->lim_cos_diff
+             : !strcmp(metric, "ulp_p99")  ? w->lim_ulp_p99
+                                           : w->lim_rel_l2;
+    return l > 1e-200 && isfinite(l) ? l : NAN;
 }
 
-/* The metric a plot shows: the one that sets the limit use of most of its rows (so its limit can
- * be drawn), among those a log axis can show; rel_l2 when none does. */
+/* The metric a plot shows: the one that sets the limit use of most of its rows, among those a log
+ * axis can show; rel_l2 when none does. */
 typedef int (*row_filter)(const rep_row *w, const void *arg);
 
 static const char *plot_metric(const mla_rep_run *r, row_filter keep, const void *arg)
@@ -302,6 +305,7 @@ static int write_plot(const char *pdir, const plot_spec *p, series_set *ss)
     } else if (x1 > x0) {
         fprintf(f, "set xrange [%g:%g]\n", x0 - 0.02 * (x1 - x0), x1 + 0.02 * (x1 - x0));
     }
+    if (p->n_marks) fputs("set style textbox opaque noborder\n", f);
     for (int m = 0; m < p->n_marks; m++) {
         const plot_mark *k = &p->marks[m];
         double x = k->x;
@@ -314,7 +318,9 @@ static int write_plot(const char *pdir, const plot_spec *p, series_set *ss)
         fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb \"%s\" lw 2 dt 4\n", x, x, FAIL_COLOUR);
         fprintf(f, "set label ");
         gp_string(f, k->text);
-        fprintf(f, " at %g, graph %.2f offset 0.6,0 tc rgb \"%s\" front noenhanced\n", x, 0.96 - 0.05 * m, FAIL_COLOUR);
+        /* low in the plot on an opaque box: the diverged values are high, the limits lower down */
+        fprintf(f, " at %g, graph %.2f offset 0.6,0 tc rgb \"%s\" front boxed noenhanced\n", x, 0.06 + 0.06 * m,
+                FAIL_COLOUR);
     }
     fputs("plot ", f);
     const char *sep = "";

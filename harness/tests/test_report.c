@@ -152,7 +152,8 @@ static mla_rep_run *make_run(const char *results)
             mla_rep_row w = {.case_name = "tiny-v3", .check = "golden", .profile = "bf16", .path = "prefill",
                              .layer = layer, .tap = taps[t], .kv_len = -1, .n = 1000, .max_abs = 1e-3 * (layer + 1),
                              .max_rel = 1e-2, .nmse_db = -60, .cos_diff = 1e-7, .rel_l2 = 1e-7 * (layer + 1) * (t + 1),
-                             .ulp_p99 = 1, .headroom = 0.1 * (layer + 1) * (t + 1) / 2, .worst = "rel_l2", .pass = 1, .why = ""};
+                             .ulp_p99 = 1, .headroom = 0.1 * (layer + 1) * (t + 1) / 2, .worst = "rel_l2", .pass = 1, .why = "",
+                             .lim_rel_l2 = 1e-6, .lim_cos_diff = 1e-5};
             if (layer == 3 && t == 2) { /* the single failing tensor */
                 w.pass = 0;
                 w.headroom = 2.5;
@@ -165,13 +166,14 @@ static mla_rep_run *make_run(const char *results)
             w.pass = 1;
             w.headroom = 0.5;
             w.rel_l2 = 1e-2 * (layer + 1);
+            w.lim_rel_l2 = layer ? 0.05 : 0.02; /* a layer-0 rule of its own: the limit steps */
             w.why = "";
             assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
         }
     for (int kv = 64; kv <= 512; kv += 64) {
         mla_rep_row w = {.case_name = "tiny-v3-sweep", .check = "sweep", .profile = "fp64", .path = "decode",
                          .layer = 0, .tap = "attn_out", .kv_len = kv, .n = 64, .rel_l2 = 1e-15 * kv, .headroom = 1e-3 * kv / 512,
-                         .pass = 1};
+                         .pass = 1, .lim_rel_l2 = 1e-12};
         assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
     }
     for (int i = 0; i < 200; i++) assert_int_equal(mla_rep_add_kl(r, pow(10.0, -9 + 6.0 * i / 200)), MLA_OK);
@@ -395,7 +397,8 @@ static void test_plot_scripts(void **state)
     for (int t = 0; t < 3; t++) { /* a one-layer model: bars */
         mla_rep_row w = {.case_name = "v3-layer", .check = "absorbed-vs-naive", .profile = "fp64", .path = "prefill",
                          .layer = 0, .tap = taps[t], .kv_len = -1, .n = 10, .rel_l2 = t ? 1e-14 * t : 0,
-                         .headroom = t ? 1e-2 * t : 0, .worst = "rel_l2", .pass = 1, .why = ""};
+                         .headroom = t ? 1e-2 * t : 0, .worst = "rel_l2", .pass = 1, .why = "",
+                         .lim_rel_l2 = 1e-12, .lim_max_abs = 1e-300};
         assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
     }
     char out[4096];
@@ -408,7 +411,10 @@ static void test_plot_scripts(void **state)
     assert_non_null(strstr(gp, "set format x \"%.0f\""));
     assert_non_null(strstr(gp, "title \"fails its limit\""));
     assert_non_null(strstr(gp, "\"first divergence: layer 3 out\""));
-    assert_non_null(strstr(gp, "dashed: each line's rel_l2 limit")); /* limits 2e-6, and 1e-6 at the failure */
+    assert_non_null(strstr(gp, "title \"limit: rel_l2 = 1e-06\"")); /* one rule for every tap: one line */
+    free(gp);
+    gp = slurp(out, "plots/layers-fp8-vs-bf16-fp8kv.gp");
+    assert_non_null(strstr(gp, "dashed: each line's rel_l2 limit")); /* 0.02 at layer 0, 0.05 after */
     free(gp);
     char *dat = slurp(out, "plots/layers-golden-bf16.dat");
     const char *out_block = strstr(dat, "# out:"); /* layer 3 of tap out: failed, limit 1e-6 */
@@ -434,7 +440,15 @@ static void test_plot_scripts(void **state)
     if (!l512) fprintf(stderr, "%s\n", dat);
     assert_non_null(l512);
     assert_int_equal(sscanf(l512, "%*d %lf %d %lf", &y, &failed, &lim), 3);
-    assert_true(fabs(y - 5.12e-13) < 1e-25 && failed == 0 && fabs(lim - 5.12e-10) < 1e-20);
+    assert_true(fabs(y - 5.12e-13) < 1e-25 && failed == 0 && lim == 1e-12);
+    free(dat);
+    /* a re-render from the folder (limits.tsv) draws the same limits */
+    assert_true(exists(out, "limits.tsv"));
+    assert_int_equal(mla_rep_render(out, NULL, 0), MLA_OK);
+    gp = slurp(out, "plots/layers-golden-bf16.gp");
+    assert_non_null(strstr(gp, "title \"limit: rel_l2 = 1e-06\""));
+    free(gp);
+    dat = slurp(out, "plots/sweep_kv_len.dat");
     free(dat);
 }
 

@@ -38,6 +38,9 @@ typedef struct mla_rep_row {
     const char *worst;  /* the metric that set it ("rel_l2", ...); NULL: rel_l2 */
     int pass;
     const char *why;    /* failure reason ("rel_l2 3.1e-5 > 1e-6", "NaN at [3,7]"), "" when passing */
+    /* The rule's limits for this tensor (0: not checked or not known), drawn on the plots; kept in
+     * the results folder's limits.tsv beside metrics.tsv (whose columns stay as they are). */
+    double lim_max_abs, lim_max_rel, lim_cos_diff, lim_rel_l2, lim_ulp_p99;
 } mla_rep_row;
 
 typedef struct mla_rep_run mla_rep_run;

@@ -153,14 +153,9 @@ void chk_sweep(chk_ctx *c)
                 return;
             }
             const mla_tensor *la = mla_dump_get(c->pre[i], 0, MLA_TAP_LOGITS);
-            if (r->rep && la && sw.have) {
-                const mla_cmp_result *m = &sw.r;
-                mla_rep_row row = {.case_name = cs->name, .check = c->check, .profile = r->profile, .path = "decode",
-                                   .layer = sw.layer, .tap = sw.tap, .kv_len = kv, .n = m->n, .max_abs = m->max_abs,
-                                   .max_rel = m->max_rel, .nmse_db = m->nmse_db, .cos_diff = m->cos_diff,
-                                   .rel_l2 = m->rel_l2, .ulp_p99 = m->ulp_p99, .headroom = m->headroom,
-                                   .worst = sw.worst, .pass = res.n_failed == 0, .why = res.first_why};
-                mla_rep_add_metric(r->rep, &row);
+            if (r->rep && la && sw.have) { /* the report's own adapter: the tap's metrics and rule limits */
+                mla_dcmp_row row = {.ctx = &dc, .layer = sw.layer, .tap = sw.tap, .r = &sw.r, .worst = sw.worst};
+                mla_rep_on_dcmp_row(r->rep, &row);
             }
             if (res.n_failed && first_bad < 0) {
                 first_bad = kv;
