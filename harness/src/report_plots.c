@@ -311,8 +311,11 @@ static int write_plot(const char *pdir, const plot_spec *p, series_set *ss)
         double x = k->x;
         if (bars) { /* the failing tap's bar */
             x = NAN;
-            for (int i = 0; i < ss->n; i++)
-                if (strstr(k->text, ss->s[i].name) && strlen(ss->s[i].name) > 1) x = i;
+            size_t lt = strlen(k->text);
+            for (int i = 0; i < ss->n; i++) { /* the text ends in " <tap>" */
+                size_t ln = strlen(ss->s[i].name);
+                if (ln + 1 <= lt && k->text[lt - ln - 1] == ' ' && !strcmp(k->text + lt - ln, ss->s[i].name)) x = i;
+            }
             if (isnan(x)) continue;
         }
         fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb \"%s\" lw 2 dt 4\n", x, x, FAIL_COLOUR);

@@ -401,6 +401,9 @@ static void test_plot_scripts(void **state)
                          .lim_rel_l2 = 1e-12, .lim_max_abs = 1e-300};
         assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
     }
+    assert_int_equal(mla_rep_add_check(r, "v3-layer", "absorbed-vs-naive", "fp64", "prefill", MLA_REP_FAIL,
+                                       "first divergence: layer 0 tap kv_c", 0, "kv_c"),
+                     MLA_OK);
     char out[4096];
     assert_int_equal(mla_rep_finish(r, 1.0, out, sizeof out), MLA_OK);
     mla_rep_free(r);
@@ -431,6 +434,7 @@ static void test_plot_scripts(void **state)
     assert_non_null(strstr(gp, "with boxes"));
     assert_non_null(strstr(gp, "set ytics add (\"0 (exact)\" 1"));
     assert_non_null(strstr(gp, "title \"limit (rel_l2)\""));
+    assert_non_null(strstr(gp, "set arrow from 1, graph 0 to 1, graph 1")); /* kv_c's bar, the second */
     free(gp);
     gp = slurp(out, "plots/sweep_kv_len.gp");
     assert_non_null(strstr(gp, "set ylabel \"rel_l2\""));
