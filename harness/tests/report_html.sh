@@ -38,8 +38,9 @@ window.addEventListener('load', function () {
 </script></body></html>
 JS
 # --no-sandbox: CI runs as root; virtual time lets the images load before the DOM is dumped
-"$CHROME" --headless --no-sandbox --disable-gpu --allow-file-access-from-files --window-size=1280,1000 \
-    --virtual-time-budget=10000 --dump-dom "file://$R/probe.html" >"$T/dom" 2>"$T/chrome.log" ||
+# (its own profile folder: CI's HOME may be unset or read-only)
+timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --allow-file-access-from-files --window-size=1280,1000 \
+    --user-data-dir="$T/profile" --virtual-time-budget=10000 --dump-dom "file://$R/probe.html" >"$T/dom" 2>"$T/chrome.log" ||
     { tail -5 "$T/chrome.log"; fail "chromium failed"; }
 sed -n '/PROBE-BEGIN/,/PROBE-END/p' "$T/dom" | grep '^IMG ' >"$T/imgs" || { tail -5 "$T/chrome.log"; fail "probe found no images"; }
 cat "$T/imgs"
