@@ -1,5 +1,5 @@
-/* report_internal.h: the run object shared by report.c (data, JSON, TSV, text outputs) and
- * report_plots.c (gnuplot). Not installed. */
+/* report_internal.h: the run object shared by report.c (data, JSON, TSV), report_text.c (md, junit,
+ * html) and report_plots.c (gnuplot). Not installed. */
 #ifndef MLACHECK_REPORT_INTERNAL_H
 #define MLACHECK_REPORT_INTERNAL_H
 
@@ -74,6 +74,13 @@ struct mla_rep_run {
     size_t n_props;
     char hostname[256];
 };
+
+extern const char *const mla_rep_verdict_names[3]; /* "pass", "fail", "skip" */
+int mla_rep_n_cases(const mla_rep_run *r);          /* distinct case names among the checks */
+/* The text outputs (report_text.c), each into dir; errors are I/O (naming the file) or memory. */
+mla_status mla_rep_write_md(const mla_rep_run *r, const char *dir);
+mla_status mla_rep_write_junit(const mla_rep_run *r, const char *dir);
+mla_status mla_rep_write_html(const mla_rep_run *r, const char *dir);
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a
  * note, not an error; errors are I/O only. */
