@@ -14,7 +14,7 @@ extern "C" {
 const mla_backend_ops *mla_gpu_backend(void);
 
 /* Describe the device the engine would use ("NVIDIA H200, sm_90, 132 SMs, 139 GiB, CUDA runtime
- * 13000") into desc[n]. MLA_ERR_NO_DEVICE (detail says why) when there is none. */
+ * 13000, driver 13000, warp 32") into desc[n]: name, architecture, runtime and driver versions. MLA_ERR_NO_DEVICE (detail says why) when there is none. */
 mla_status mla_gpu_probe(char *desc, size_t n);
 
 #ifdef __cplusplus

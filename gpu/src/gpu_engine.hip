@@ -64,8 +64,9 @@ extern "C" mla_status mla_gpu_probe(char *desc, size_t n)
     }
     hipDeviceProp_t p;
     MLA_HIP_CHECK(hipGetDeviceProperties(&p, 0));
-    int rt = 0;
+    int rt = 0, drv = 0;
     MLA_HIP_CHECK(hipRuntimeGetVersion(&rt));
+    MLA_HIP_CHECK(hipDriverGetVersion(&drv)); /* provenance: reports name the driver too */
 #if defined(MLA_GPU_HIP)
     const char *arch = p.gcnArchName;
 #else
@@ -73,14 +74,14 @@ extern "C" mla_status mla_gpu_probe(char *desc, size_t n)
     snprintf(arch, sizeof arch, "sm_%d%d", p.major, p.minor);
 #endif
     if (desc && n)
-        snprintf(desc, n, "%s, %s, %d SMs, %.0f GiB, %s runtime %d, warp %d", p.name, arch,
+        snprintf(desc, n, "%s, %s, %d SMs, %.0f GiB, %s runtime %d, driver %d, warp %d", p.name, arch,
                  p.multiProcessorCount, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024),
 #if defined(MLA_GPU_HIP)
                  "HIP",
 #else
                  "CUDA",
 #endif
-                 rt, MLA_WARP);
+                 rt, drv, MLA_WARP);
     return MLA_OK;
 }
 

@@ -74,8 +74,23 @@ const char *cli_dir(const char *name, char *buf, size_t n)
     return buf;
 }
 
+#include "mla_git_id.h" /* MLA_GIT_ID: generated at build time (cmake/mla_git_id.cmake) */
+
+/* The git id of what runs, in this order: MLA_GIT_SHA from the environment (CI names the commit it
+ * built), the id compiled in at build time (right for this binary even when the tree moved on, and
+ * known on a copy without .git), and only when the build knew none, git describe of the source
+ * folder now. */
 const char *cli_git_sha(char *buf, size_t n)
 {
+    const char *env = getenv("MLA_GIT_SHA");
+    if (env && *env) {
+        snprintf(buf, n, "%s", env);
+        return buf;
+    }
+    if (strcmp(MLA_GIT_ID, "unknown") != 0) {
+        snprintf(buf, n, "%s", MLA_GIT_ID);
+        return buf;
+    }
     snprintf(buf, n, "unknown");
     /* git run directly (no shell, so no quoting of the source path); --dirty: a report from a tree
      * with uncommitted changes must not claim the commit's name alone */

@@ -3,6 +3,10 @@
  * every return value is checked, so a damaged file gives a status with the file name, never a crash
  * or a screen of HDF5 traces; the innermost HDF5 error text is appended to our detail. */
 #include "mlacheck/h5io.h"
+#include "mlacheck/buildinfo.h"
+#ifdef MLA_HAVE_GPU
+#include "mla_gpu.h"
+#endif
 #include "mla_model/model.h"
 
 #ifdef MLA_HAVE_HDF5
@@ -572,6 +576,69 @@ mla_status mla_h5_seal(const char *path)
 
 /* ---- writing ---- */
 
+/* Axis names of a dataset, from the tap's shape symbols (taps.h), and its one-line description. */
+static const struct {
+    const char *name, *shape;
+} tap_shapes[] = {
+#define TAP_SHAPE(id, name, scope, dims, shape, prod, op) {name, shape},
+    MLA_TAP_LIST(TAP_SHAPE)
+#undef TAP_SHAPE
+};
+
+static const char *axis_word(char sym)
+{
+    switch (sym) {
+    case 'T': return "tokens";
+    case 'D': return "hidden";
+    case 'H': return "heads";
+    case 'P': return "qk_nope_head_dim";
+    case 'R': return "qk_rope_head_dim";
+    case 'C': return "kv_lora_rank";
+    case 'V': return "v_head_dim";
+    case 'E': return "routed_experts";
+    case 'K': return "experts_per_token";
+    case 'N': return "vocab";
+    default: return NULL;
+    }
+}
+
+/* Writes the HDF5 dimension-scale labels (the DIMENSION_LABELS attribute H5DSset_label writes, which
+ * h5py shows as ds.dims[i].label) and a description attribute. Datasets that are not taps (tokens)
+ * get "tokens". Nothing is written when the symbols do not match the rank. */
+static mla_status write_axes(const char *path, hid_t ds, const char *name, const char *full, int ndim)
+{
+    const char *shape = strcmp(name, "tokens") == 0 ? "T" : NULL;
+    const char *op = "the token ids the run was given";
+    for (size_t i = 0; !shape && i < sizeof tap_shapes / sizeof *tap_shapes; i++)
+        if (!strcmp(tap_shapes[i].name, name)) {
+            shape = tap_shapes[i].shape;
+            op = mla_tap_op((mla_tap)i);
+        }
+    if (!shape || ndim < 1 || ndim > MLA_MAX_DIMS) return MLA_OK;
+    const char *labels[MLA_MAX_DIMS];
+    int k = 0;
+    for (const char *c = shape; *c; c++) {
+        if (*c == ',') continue;
+        if (k == ndim || !axis_word(*c)) return MLA_OK;
+        labels[k++] = axis_word(*c);
+    }
+    if (k != ndim) return MLA_OK;
+    char desc[256], axes[160] = "";
+    for (int i = 0; i < k; i++) snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", i ? ", " : "", labels[i]);
+    snprintf(desc, sizeof desc, "%s: output of %s; axes (%s), outermost first", name, op, axes);
+    hsize_t n = (hsize_t)k;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &n, NULL), a = H5IO_BAD;
+    char e[200];
+    mla_status st = MLA_OK;
+    if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || sp < 0 ||
+        (a = H5Acreate2(ds, "DIMENSION_LABELS", t, sp, H5P_DEFAULT, H5P_DEFAULT)) < 0 || H5Awrite(a, t, labels) < 0)
+        st = mla_errorf(MLA_ERR_IO, "%s: dataset %s: cannot write its axis labels: %s", path, full, h5_detail(e, sizeof e));
+    close_id(&a, H5Aclose);
+    close_id(&sp, H5Sclose);
+    close_id(&t, H5Tclose);
+    return st ? st : attr_write_str(path, ds, full, "description", desc);
+}
+
 static mla_status write_dataset(const char *path, hid_t loc, const char *name, const char *full,
                                 const mla_tensor *t0)
 {
@@ -600,7 +667,8 @@ static mla_status write_dataset(const char *path, hid_t loc, const char *name, c
     }
     uint32_t crc = crc_le(t->data, n, mla_dtype_size(t->dtype));
     if ((st = attr_write_str(path, ds, full, "dtype", mla_dtype_name(t->dtype)))) goto done;
-    st = attr_write(path, ds, full, "crc32", H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+    if ((st = attr_write(path, ds, full, "crc32", H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc))) goto done;
+    st = write_axes(path, ds, name, full, t->ndim);
 done:
     close_id(&ds, H5Dclose);
     close_id(&sp, H5Sclose);
@@ -650,6 +718,17 @@ static mla_status write_meta(const char *path, hid_t f, const mla_dump *d, const
     if (!st && m->kv_scale > 0)
         st = attr_write(path, g, "/meta", "kv_scale", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &m->kv_scale);
     if (!st && m->e4m3[0]) st = attr_write_field(path, g, "e4m3", m->e4m3, sizeof m->e4m3);
+    /* Provenance of the writer: the build that wrote the file (git_sha above is what the producer
+     * was told), its compiler and libraries, and for a GPU engine's dump the device. */
+    if (!st) st = attr_write_str(path, g, "/meta", "build_git_id", mla_build_git_id());
+    if (!st) st = attr_write_str(path, g, "/meta", "compiler", mla_build_compiler());
+    if (!st) st = attr_write_str(path, g, "/meta", "blas", mla_build_blas());
+    if (!st) st = attr_write_str(path, g, "/meta", "hdf5_version", mla_build_hdf5());
+#ifdef MLA_HAVE_GPU
+    char dev[256];
+    if (!st && !strncmp(m->engine, "gpu", 3) && mla_gpu_probe(dev, sizeof dev) == MLA_OK)
+        st = attr_write_str(path, g, "/meta", "device", dev);
+#endif
     H5Gclose(g);
     return st;
 }

@@ -159,7 +159,8 @@ mla_status mla_metrics_load(const char *path, mla_metrics *out)
         }
         if (ln == 1) {
             for (int c = 0; c < N_COLUMNS && !st; c++)
-                if (strcmp(col[c], column_names[c]))
+                /* runs written before the rename call the limit use "headroom" */
+                if (strcmp(col[c], column_names[c]) && !(!strcmp(column_names[c], "limit_use") && !strcmp(col[c], "headroom")))
                     st = mla_errorf(MLA_ERR_FORMAT, "%s:1: column %d is '%s'; expected '%s' (a metrics.tsv header)",
                                     path, c + 1, col[c], column_names[c]);
             continue;

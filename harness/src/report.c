@@ -1,9 +1,11 @@
-/* report.c: the run object, the atomic results folder, and the text outputs
- * (summary.json, metrics.tsv, summary.md, junit.xml, index.html). Plots are in report_plots.c.
+/* report.c: the run object, provenance, the atomic results folder, summary.json, metrics.tsv and
+ * limits.tsv, and re-rendering. summary.md, junit.xml and index.html are in report_text.c, plots in
+ * report_plots.c.
  * summary.json + metrics.tsv are the source of truth: everything else can be re-rendered from them
  * (mla_rep_render), so a report can be restyled without rerunning a suite. */
 #include "report_internal.h"
 
+#include "mlacheck/buildinfo.h"
 #include "mlacheck/fileio.h"
 #include "mlacheck/metrics.h"
 
@@ -19,9 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MD_MAX_ROWS 500 /* GitHub step summaries are capped at 1 MiB */
+#ifdef MLA_HAVE_GPU
+#include "mla_gpu.h"
+#endif
 
-static const char *const verdict_names[] = {"pass", "fail", "skip"};
+const char *const mla_rep_verdict_names[3] = {"pass", "fail", "skip"};
 
 static char *dup0(const char *s) { return strdup(s ? s : ""); }
 
@@ -56,10 +60,24 @@ void mla_rep_free(mla_rep_run *r)
         free(r->input_file_names[i]);
     }
     free(r->input_files); free(r->input_file_names);
+    for (size_t i = 0; i < r->n_props; i++) {
+        free(r->props[i].key);
+        free(r->props[i].value);
+    }
+    free(r->props);
     free(r->rows); free(r->checks); free(r->kl);
     free(r->results_dir); free(r->suite); free(r->run_id); free(r->git_sha); free(r->created);
     free(r->incomplete);
     free(r);
+}
+
+mla_status mla_rep_set_incomplete(mla_rep_run *r, const char *why)
+{
+    char *d = why ? strdup(why) : NULL;
+    if (why && !d) return MLA_ERR_NOMEM;
+    free(r->incomplete);
+    r->incomplete = d;
+    return MLA_OK;
 }
 
 static mla_status mkdir_p(const char *dir)
@@ -94,6 +112,84 @@ static unsigned random16(void)
     return v;
 }
 
+/* ---- provenance ------------------------------------------------------------------------------ */
+
+static rep_prop *prop_find(const mla_rep_run *r, const char *key)
+{
+    for (size_t i = 0; i < r->n_props; i++)
+        if (!strcmp(r->props[i].key, key)) return &r->props[i];
+    return NULL;
+}
+
+const char *mla_rep_prop(const mla_rep_run *r, const char *key)
+{
+    const rep_prop *p = r ? prop_find(r, key) : NULL;
+    return p ? p->value : "";
+}
+
+/* Replaces key's value (adds the key when new). */
+static mla_status prop_set(mla_rep_run *r, const char *key, const char *value)
+{
+    rep_prop *p = prop_find(r, key);
+    char *v = strdup(value ? value : "");
+    if (!v) return MLA_ERR_NOMEM;
+    if (p) {
+        free(p->value);
+        p->value = v;
+        return MLA_OK;
+    }
+    rep_prop *np = realloc(r->props, (r->n_props + 1) * sizeof *np);
+    char *k = strdup(key);
+    if (!np || !k) {
+        if (np) r->props = np;
+        free(v);
+        free(k);
+        return MLA_ERR_NOMEM;
+    }
+    r->props = np;
+    r->props[r->n_props++] = (rep_prop){k, v};
+    return MLA_OK;
+}
+
+mla_status mla_rep_add_prop(mla_rep_run *r, const char *key, const char *value)
+{
+    if (!r || !key || !*key) return mla_errorf(MLA_ERR_INVALID, "mla_rep_add_prop: NULL run or empty key");
+    for (const char *c = key; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.'))
+            return mla_errorf(MLA_ERR_INVALID, "provenance key '%s': expected letters, digits, '_' or '.'", key);
+    if (!value || !*value) return MLA_OK;
+    rep_prop *p = prop_find(r, key);
+    if (p) {
+        /* already there as one of the ", "-separated values? */
+        size_t n = strlen(value);
+        for (const char *q = p->value; (q = strstr(q, value)) != NULL; q += n)
+            if ((q == p->value || (q >= p->value + 2 && q[-2] == ',' && q[-1] == ' ')) && (q[n] == '\0' || q[n] == ','))
+                return MLA_OK;
+        size_t len = strlen(p->value) + 2 + n + 1;
+        char *v = malloc(len);
+        if (!v) return MLA_ERR_NOMEM;
+        snprintf(v, len, "%s%s%s", p->value, *p->value ? ", " : "", value);
+        free(p->value);
+        p->value = v;
+    } else if (prop_set(r, key, value)) {
+        return MLA_ERR_NOMEM;
+    }
+#ifdef MLA_HAVE_GPU
+    if (!strcmp(key, "engine") && !strcmp(value, "gpu") && !*mla_rep_prop(r, "device")) {
+        char desc[256];
+        if (mla_gpu_probe(desc, sizeof desc) == MLA_OK) return prop_set(r, "device", desc);
+    }
+#endif
+    return MLA_OK;
+}
+
+/* What every run knows about itself: the git id, the compiler, the BLAS and HDF5 libraries. */
+static int default_props(mla_rep_run *r)
+{
+    return prop_set(r, "git", r->git_sha) || prop_set(r, "compiler", mla_build_compiler()) ||
+           prop_set(r, "blas", mla_build_blas()) || prop_set(r, "hdf5", mla_build_hdf5());
+}
+
 mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out)
 {
     if (!results_dir || !out) return mla_errorf(MLA_ERR_INVALID, "mla_rep_new: NULL argument");
@@ -119,12 +215,13 @@ mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_
     snprintf(id, sizeof id, "%s-%s-%04x", stamp, safe, random16());
     const char *sha = getenv("MLA_GIT_SHA");
     if (!sha || !*sha) sha = getenv("GITHUB_SHA");
+    if (!sha || !*sha) sha = mla_build_git_id();
     r->results_dir = strdup(results_dir);
     r->suite = dup0(suite_name);
     r->run_id = strdup(id);
     r->created = strdup(created);
     r->git_sha = strdup(sha && *sha ? sha : "unknown");
-    if (!r->results_dir || !r->suite || !r->run_id || !r->created || !r->git_sha) {
+    if (!r->results_dir || !r->suite || !r->run_id || !r->created || !r->git_sha || default_props(r)) {
         mla_rep_free(r);
         return MLA_ERR_NOMEM;
     }
@@ -141,16 +238,7 @@ mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha)
     if (!d) return MLA_ERR_NOMEM;
     free(r->git_sha);
     r->git_sha = d;
-    return MLA_OK;
-}
-
-mla_status mla_rep_set_incomplete(mla_rep_run *r, const char *why)
-{
-    char *d = why ? strdup(why) : NULL;
-    if (why && !d) return MLA_ERR_NOMEM;
-    free(r->incomplete);
-    r->incomplete = d;
-    return MLA_OK;
+    return prop_set(r, "git", d);
 }
 
 static int grow(void **v, size_t *cap, size_t n, size_t elem)
@@ -199,9 +287,14 @@ mla_status mla_rep_add_check(mla_rep_run *r, const char *case_name, const char *
     }
     c->v = v;
     c->first_layer = first_layer;
-    c->worst_value = c->headroom = NAN;
+    c->worst_value = c->headroom = c->seconds = NAN;
     r->n_checks++;
     return MLA_OK;
+}
+
+void mla_rep_set_check_seconds(mla_rep_run *r, double seconds)
+{
+    if (r && r->n_checks) r->checks[r->n_checks - 1].seconds = seconds;
 }
 
 mla_status mla_rep_add_kl(mla_rep_run *r, double kl)
@@ -221,17 +314,7 @@ void mla_rep_counts(const mla_rep_run *r, int *pass, int *fail, int *skip)
     if (skip) *skip = c[2];
 }
 
-static double row_metric(const rep_row *w, const char *name)
-{
-    if (strcmp(name, "max_abs") == 0) return w->max_abs;
-    if (strcmp(name, "max_rel") == 0) return w->max_rel;
-    if (strcmp(name, "nmse_db") == 0 || strcmp(name, "nmse") == 0) return w->nmse_db;
-    if (strcmp(name, "cos_diff") == 0) return w->cos_diff;
-    if (strcmp(name, "ulp_p99") == 0) return w->ulp_p99;
-    return w->rel_l2;
-}
-
-/* Worst headroom of each check over its metric rows; NaN headroom counts as the worst. */
+/* The largest limit use of each check over its metric rows; NaN counts as the largest. */
 static void summarize_checks(mla_rep_run *r)
 {
     for (size_t i = 0; i < r->n_checks; i++) {
@@ -250,7 +333,7 @@ static void summarize_checks(mla_rep_run *r)
             free(c->worst);
             c->worst = wn;
         }
-        c->worst_value = row_metric(best, best->worst);
+        c->worst_value = mla_rep_row_metric(best, best->worst);
         c->headroom = best->headroom;
     }
 }
@@ -292,7 +375,16 @@ void mla_rep_md_escape(FILE *f, const char *s)
 
 static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-static int n_cases(const mla_rep_run *r)
+json_t *mla_rep_check_to_json(const rep_check *c)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s,s:o}", "case", c->case_name, "check", c->check,
+                     "profile", c->profile, "path", c->path, "verdict", mla_rep_verdict_names[c->v], "message",
+                     c->message, "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "limit_use",
+                     jnum(c->headroom), "first_layer", c->first_layer, "first_tap", c->first_tap, "seconds",
+                     jnum(c->seconds));
+}
+
+int mla_rep_n_cases(const mla_rep_run *r)
 {
     int n = 0;
     for (size_t i = 0; i < r->n_checks; i++) {
@@ -303,14 +395,6 @@ static int n_cases(const mla_rep_run *r)
     return n;
 }
 
-json_t *mla_rep_check_to_json(const rep_check *c)
-{
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:s}", "case", c->case_name, "check", c->check,
-                     "profile", c->profile, "path", c->path, "verdict", verdict_names[c->v], "message", c->message,
-                     "worst_metric", c->worst, "worst_value", jnum(c->worst_value), "headroom", jnum(c->headroom),
-                     "first_layer", c->first_layer, "first_tap", c->first_tap);
-}
-
 static mla_status write_json(const mla_rep_run *r, const char *dir)
 {
     int pass, fail, skip;
@@ -319,7 +403,8 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
     for (size_t i = 0; i < r->n_rows; i++) rows_failed += !r->rows[i].pass;
     json_t *root = json_object(), *checks = json_array(), *kl = json_array();
     if (!root || !checks || !kl) goto nomem;
-    json_object_set_new(root, "schema_version", json_integer(1));
+    /* 2: "limit_use" replaced "headroom", "provenance" and per-check "seconds" added */
+    json_object_set_new(root, "schema_version", json_integer(2));
     json_object_set_new(root, "run_id", json_string(r->run_id));
     json_object_set_new(root, "suite", json_string(r->suite));
     json_object_set_new(root, "git_sha", json_string(r->git_sha));
@@ -330,9 +415,13 @@ static mla_status write_json(const mla_rep_run *r, const char *dir)
     json_object_set_new(root, "complete", json_boolean(!r->incomplete));
     if (r->incomplete) json_object_set_new(root, "incomplete", json_string(r->incomplete));
     json_object_set_new(root, "counts", json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I}", "checks", (int)r->n_checks,
-                                                  "pass", pass, "fail", fail, "skip", skip, "cases", n_cases(r),
+                                                  "pass", pass, "fail", fail, "skip", skip, "cases", mla_rep_n_cases(r),
                                                   "metrics", (json_int_t)r->n_rows, "metrics_failed", (json_int_t)rows_failed));
     json_object_set_new(root, "note", json_string(r->note));
+    json_t *prov = json_object();
+    if (!prov) goto nomem;
+    for (size_t i = 0; i < r->n_props; i++) json_object_set_new(prov, r->props[i].key, json_string(r->props[i].value));
+    json_object_set_new(root, "provenance", prov);
     for (size_t i = 0; i < r->n_checks; i++) {
         json_t *o = mla_rep_check_to_json(&r->checks[i]);
         if (!o || json_array_append_new(checks, o)) goto nomem;
@@ -369,261 +458,56 @@ static mla_status write_tsv(const mla_rep_run *r, const char *dir)
     return mla_metrics_write(path, r->rows, r->n_rows);
 }
 
-/* ---- summary.md ------------------------------------------------------------------------------ */
+/* limits.tsv: the rule limits of each metrics.tsv row, line for line (0: not checked), so that a
+ * re-render draws the same limit lines; metrics.tsv keeps its columns. */
+#define LIMITS_HEADER "lim_max_abs\tlim_max_rel\tlim_cos_diff\tlim_rel_l2\tlim_ulp_p99"
 
-static void fmt_g(char *buf, size_t n, double x)
-{
-    if (isnan(x)) snprintf(buf, n, "-");
-    else snprintf(buf, n, "%.3g", x);
-}
-
-static void md_check_row(FILE *f, const rep_check *c, int with_detail)
-{
-    char wv[32], hr[32];
-    fmt_g(wv, sizeof wv, c->worst_value);
-    fmt_g(hr, sizeof hr, c->headroom);
-    fputs("| ", f); mla_rep_md_escape(f, c->case_name);
-    fputs(" | ", f); mla_rep_md_escape(f, c->check);
-    fputs(" | ", f); mla_rep_md_escape(f, c->profile);
-    fputs(" | ", f); mla_rep_md_escape(f, c->path);
-    fprintf(f, " | %s | ", c->v == MLA_REP_PASS ? "pass" : c->v == MLA_REP_FAIL ? "**FAIL**" : "skip");
-    if (*c->worst) { mla_rep_md_escape(f, c->worst); fprintf(f, " %s", wv); }
-    fprintf(f, " | %s |", hr);
-    if (with_detail) {
-        fputc(' ', f);
-        if (c->first_layer >= 0 || *c->first_tap) {
-            if (c->first_layer >= 0) fprintf(f, "layer %d ", c->first_layer);
-            mla_rep_md_escape(f, c->first_tap);
-        }
-        fputs(" | ", f);
-        mla_rep_md_escape(f, c->message);
-        fputs(" |", f);
-    }
-    fputc('\n', f);
-}
-
-static mla_status write_md(const mla_rep_run *r, const char *dir)
+static mla_status write_limits(const mla_rep_run *r, const char *dir)
 {
     char path[4200];
-    if (mla_rep_pathf(path, sizeof path, "%s/summary.md", dir)) return MLA_ERR_INVALID;
+    if (mla_rep_pathf(path, sizeof path, "%s/limits.tsv", dir)) return MLA_ERR_INVALID;
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    int pass, fail, skip;
-    mla_rep_counts(r, &pass, &fail, &skip);
-    fprintf(f, "## mlacheck %s: %s\n\n", r->suite, r->incomplete ? "INCOMPLETE" : fail ? "FAIL" : "PASS");
-    if (r->incomplete) {
-        fputs("**Incomplete run**: ", f);
-        mla_rep_md_escape(f, r->incomplete);
-        fputs(". The checks below are the ones that finished; the rest never ran.\n\n", f);
+    fputs(LIMITS_HEADER "\n", f);
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const rep_row *w = &r->rows[i];
+        fprintf(f, "%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", w->lim_max_abs, w->lim_max_rel, w->lim_cos_diff,
+                w->lim_rel_l2, w->lim_ulp_p99);
     }
-    fprintf(f, "%s**%d failed**, %d passed, %d skipped of %zu checks in %d cases; %zu tensors compared; wall %.1f s; "
-               "git `%s`; run `%s`\n\n",
-            fail ? ":x: " : ":white_check_mark: ", fail, pass, skip, r->n_checks, n_cases(r), r->n_rows, r->wall,
-            r->git_sha, r->run_id);
-    if (*r->note) {
-        fputs("> ", f);
-        mla_rep_md_escape(f, r->note);
-        fputs("\n\n", f);
-    }
-    if (fail) {
-        fputs("### Failing checks\n\n| case | check | profile | path | result | worst | headroom | first divergence | message |\n"
-              "|---|---|---|---|---|---|---|---|---|\n", f);
-        for (size_t i = 0; i < r->n_checks; i++)
-            if (r->checks[i].v == MLA_REP_FAIL) md_check_row(f, &r->checks[i], 1);
-        fputc('\n', f);
-    }
-    fputs("### All checks\n\n| case | check | profile | path | result | worst | headroom |\n|---|---|---|---|---|---|---|\n", f);
-    for (size_t i = 0; i < r->n_checks && i < MD_MAX_ROWS; i++) md_check_row(f, &r->checks[i], 0);
-    if (r->n_checks > MD_MAX_ROWS) fprintf(f, "\n%zu more checks in summary.json\n", r->n_checks - MD_MAX_ROWS);
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
     return MLA_OK;
 }
 
-/* ---- junit.xml ------------------------------------------------------------------------------- */
-
-static mla_status write_junit(const mla_rep_run *r, const char *dir)
+/* Reads limits.tsv into the rows when it is there and has one line per row (older folders have
+ * none: their plots draw no limits). Errors: MLA_ERR_FORMAT naming path:line. */
+static mla_status load_limits(mla_rep_run *r, const char *dir)
 {
-    char path[4200];
-    if (mla_rep_pathf(path, sizeof path, "%s/junit.xml", dir)) return MLA_ERR_INVALID;
-    FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    int pass, fail, skip;
-    mla_rep_counts(r, &pass, &fail, &skip);
-    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mlacheck ", f);
-    mla_rep_xml_escape(f, r->suite);
-    int inc = r->incomplete != NULL;
-    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", r->n_checks + inc,
-            fail + inc, skip, isfinite(r->wall) ? r->wall : 0.0);
-    if (inc) {
-        /* an incomplete run is one more failing testcase, so that no junit reader takes it for a pass */
-        fputs("  <testsuite name=\"run\" tests=\"1\" failures=\"1\" skipped=\"0\" errors=\"0\">\n"
-              "    <testcase classname=\"", f);
-        mla_rep_xml_escape(f, r->suite);
-        fputs(".run\" name=\"complete\">\n      <failure message=\"", f);
-        mla_rep_xml_escape(f, r->incomplete);
-        fputs("\"/>\n    </testcase>\n  </testsuite>\n", f);
-    }
-    /* One testsuite per case, in order of first appearance. */
-    for (size_t i = 0; i < r->n_checks; i++) {
-        const char *cname = r->checks[i].case_name;
-        size_t j = 0;
-        while (j < i && strcmp(r->checks[j].case_name, cname) != 0) j++;
-        if (j < i) continue;
-        int t = 0, cf = 0, cs = 0;
-        for (size_t k = i; k < r->n_checks; k++)
-            if (strcmp(r->checks[k].case_name, cname) == 0) {
-                t++;
-                cf += r->checks[k].v == MLA_REP_FAIL;
-                cs += r->checks[k].v == MLA_REP_SKIP;
-            }
-        fputs("  <testsuite name=\"", f);
-        mla_rep_xml_escape(f, cname);
-        fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\">\n", t, cf, cs);
-        for (size_t k = i; k < r->n_checks; k++) {
-            const rep_check *c = &r->checks[k];
-            if (strcmp(c->case_name, cname) != 0) continue;
-            fputs("    <testcase classname=\"", f);
-            mla_rep_xml_escape(f, r->suite);
-            fputc('.', f);
-            mla_rep_xml_escape(f, cname);
-            fputs("\" name=\"", f);
-            mla_rep_xml_escape(f, c->check);
-            fputc('/', f);
-            mla_rep_xml_escape(f, c->profile);
-            fputc('/', f);
-            mla_rep_xml_escape(f, c->path);
-            if (c->v == MLA_REP_PASS) {
-                fputs("\"/>\n", f);
-                continue;
-            }
-            fputs("\">\n      <", f);
-            fputs(c->v == MLA_REP_FAIL ? "failure" : "skipped", f);
-            fputs(" message=\"", f);
-            mla_rep_xml_escape(f, c->message);
-            fputs("\">", f);
-            if (c->v == MLA_REP_FAIL) {
-                fprintf(f, "worst %s = %.6g, headroom %.6g", c->worst, c->worst_value, c->headroom);
-                if (c->first_layer >= 0) fprintf(f, "; first diverging: layer %d", c->first_layer);
-                if (*c->first_tap) {
-                    fputs(c->first_layer >= 0 ? " tap " : "; first diverging tap ", f);
-                    mla_rep_xml_escape(f, c->first_tap);
-                }
-                /* The failing tensors of this check, worst first is not needed: order of computation. */
-                int shown = 0;
-                for (size_t q = 0; q < r->n_rows && shown < 20; q++) {
-                    const rep_row *w = &r->rows[q];
-                    if (w->pass || strcmp(w->case_name, c->case_name) || strcmp(w->check, c->check) ||
-                        strcmp(w->profile, c->profile) || strcmp(w->path, c->path))
-                        continue;
-                    fprintf(f, "\nlayer %d ", w->layer);
-                    mla_rep_xml_escape(f, w->tap);
-                    if (w->kv_len >= 0) fprintf(f, " kv_len %d", w->kv_len);
-                    fprintf(f, ": max_abs %.3g max_rel %.3g nmse %.1f dB cos_diff %.3g rel_l2 %.3g ulp_p99 %.3g headroom %.3g ",
-                            w->max_abs, w->max_rel, w->nmse_db, w->cos_diff, w->rel_l2, w->ulp_p99, w->headroom);
-                    mla_rep_xml_escape(f, w->why);
-                    shown++;
-                }
-                fprintf(f, "</failure>\n");
-            } else {
-                fprintf(f, "</skipped>\n");
-            }
-            fputs("    </testcase>\n", f);
+    char path[4200], line[512];
+    if (mla_rep_pathf(path, sizeof path, "%s/limits.tsv", dir)) return MLA_ERR_INVALID;
+    FILE *f = fopen(path, "r");
+    if (!f) return MLA_OK;
+    mla_status st = MLA_OK;
+    size_t i = 0;
+    int ln = 0;
+    while (!st && fgets(line, sizeof line, f)) {
+        if (++ln == 1) {
+            if (strncmp(line, LIMITS_HEADER, strlen(LIMITS_HEADER)))
+                st = mla_errorf(MLA_ERR_FORMAT, "%s:1: expected the header %s", path, LIMITS_HEADER);
+            continue;
         }
-        fputs("  </testsuite>\n", f);
-    }
-    fputs("</testsuites>\n", f);
-    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
-    return MLA_OK;
-}
-
-/* ---- index.html ------------------------------------------------------------------------------ */
-
-static void html_cell(FILE *f, const char *s)
-{
-    fputs("<td>", f);
-    mla_rep_xml_escape(f, s);
-    fputs("</td>", f);
-}
-
-static mla_status write_html(const mla_rep_run *r, const char *dir)
-{
-    char path[4200];
-    if (mla_rep_pathf(path, sizeof path, "%s/index.html", dir)) return MLA_ERR_INVALID;
-    FILE *f = fopen(path, "w");
-    if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    int pass, fail, skip;
-    mla_rep_counts(r, &pass, &fail, &skip);
-    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mlacheck ", f);
-    mla_rep_xml_escape(f, r->run_id);
-    fputs("</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}tr.fail{background:#fdd}tr.skip{color:#888}"
-          "img{max-width:48%;margin:4px;border:1px solid #eee}</style></head><body>\n<h1>mlacheck ", f);
-    mla_rep_xml_escape(f, r->suite);
-    fprintf(f, ": %s</h1>\n", r->incomplete ? "INCOMPLETE" : fail ? "FAIL" : "PASS");
-    if (r->incomplete) {
-        fputs("<p><strong>Incomplete run</strong>: ", f);
-        mla_rep_xml_escape(f, r->incomplete);
-        fputs(". The checks below are the ones that finished; the rest never ran.</p>\n", f);
-    }
-    fprintf(f, "<p>%d failed, %d passed, %d skipped of %zu checks; %zu tensors compared; wall %.1f s; git <code>", fail, pass, skip, r->n_checks, r->n_rows, r->wall);
-    mla_rep_xml_escape(f, r->git_sha);
-    fputs("</code>; run <code>", f);
-    mla_rep_xml_escape(f, r->run_id);
-    fputs("</code>; <a href=\"summary.json\">summary.json</a>, <a href=\"metrics.tsv\">metrics.tsv</a>, "
-          "<a href=\"junit.xml\">junit.xml</a>, <a href=\"summary.md\">summary.md</a></p>\n", f);
-    if (*r->note) {
-        fputs("<p><em>", f);
-        mla_rep_xml_escape(f, r->note);
-        fputs("</em></p>\n", f);
-    }
-    fputs("<h2>Checks</h2>\n<table><tr><th>case</th><th>check</th><th>profile</th><th>path</th><th>result</th>"
-          "<th>worst</th><th>headroom</th><th>first divergence</th><th>message</th></tr>\n", f);
-    /* Failures first, then the rest in run order. */
-    for (int pass_no = 0; pass_no < 2; pass_no++)
-        for (size_t i = 0; i < r->n_checks; i++) {
-            const rep_check *c = &r->checks[i];
-            if ((c->v == MLA_REP_FAIL) != (pass_no == 0)) continue;
-            char wv[48], hr[32], fl[128];
-            fmt_g(hr, sizeof hr, c->headroom);
-            char num[32];
-            fmt_g(num, sizeof num, c->worst_value);
-            snprintf(wv, sizeof wv, "%s %s", c->worst, *c->worst ? num : "");
-            if (c->first_layer >= 0) snprintf(fl, sizeof fl, "layer %d %s", c->first_layer, c->first_tap);
-            else snprintf(fl, sizeof fl, "%s", c->first_tap);
-            fprintf(f, "<tr class=\"%s\">", verdict_names[c->v]);
-            html_cell(f, c->case_name); html_cell(f, c->check); html_cell(f, c->profile); html_cell(f, c->path);
-            html_cell(f, verdict_names[c->v]); html_cell(f, wv); html_cell(f, hr); html_cell(f, fl);
-            html_cell(f, c->message);
-            fputs("</tr>\n", f);
+        double v[5];
+        if (i >= r->n_rows || sscanf(line, "%lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5) {
+            st = mla_errorf(MLA_ERR_FORMAT, "%s:%d: expected 5 numbers for metrics.tsv row %zu of %zu", path, ln, i + 1,
+                            r->n_rows);
+            break;
         }
-    fputs("</table>\n<h2>Plots</h2>\n", f);
-    char lpath[4300];
-    FILE *lf = mla_rep_pathf(lpath, sizeof lpath, "%s/plots/%s", dir, MLA_REP_PLOT_LIST) ? NULL : fopen(lpath, "r");
-    int shown = 0;
-    if (lf) {
-        char line[512];
-        while (fgets(line, sizeof line, lf)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            char *tab = strchr(line, '\t');
-            if (!tab) continue;
-            *tab = '\0';
-            fputs("<figure style=\"display:inline-block\"><a href=\"plots/", f);
-            mla_rep_xml_escape(f, line);
-            fputs(".png\"><img src=\"plots/", f);
-            mla_rep_xml_escape(f, line);
-            fputs(".svg\" alt=\"", f);
-            mla_rep_xml_escape(f, tab + 1);
-            fputs("\"></a><figcaption>", f);
-            mla_rep_xml_escape(f, tab + 1);
-            fputs("</figcaption></figure>\n", f);
-            shown++;
-        }
-        fclose(lf);
+        rep_row *w = &r->rows[i++];
+        w->lim_max_abs = v[0], w->lim_max_rel = v[1], w->lim_cos_diff = v[2], w->lim_rel_l2 = v[3], w->lim_ulp_p99 = v[4];
     }
-    if (!shown) fputs("<p>No plots.</p>\n", f);
-    fputs("</body></html>\n", f);
-    if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write error", path);
-    return MLA_OK;
+    fclose(f);
+    if (!st && i != r->n_rows)
+        st = mla_errorf(MLA_ERR_FORMAT, "%s: %zu rows; metrics.tsv has %zu", path, i, r->n_rows);
+    return st;
 }
 
 /* ---- finish / render ------------------------------------------------------------------------- */
@@ -635,38 +519,15 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return 0;
 }
 
-/* Every entry of folder src renamed into dst (replacing what has its name), then src removed. */
-static mla_status move_entries(const char *src, const char *dst)
-{
-    DIR *d = opendir(src);
-    if (!d) return mla_errorf(MLA_ERR_IO, "%s: cannot read: %s", src, strerror(errno));
-    mla_status st = MLA_OK;
-    struct dirent *e;
-    char a[4400], b[4400];
-    while (st == MLA_OK && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (mla_rep_pathf(a, sizeof a, "%s/%s", src, e->d_name) || mla_rep_pathf(b, sizeof b, "%s/%s", dst, e->d_name)) {
-            st = MLA_ERR_INVALID;
-            break;
-        }
-        struct stat sb;
-        if (lstat(b, &sb) == 0 && S_ISDIR(sb.st_mode)) nftw(b, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        if (rename(a, b) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", a, b, strerror(errno));
-    }
-    closedir(d);
-    if (st == MLA_OK && rmdir(src) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot remove: %s", src, strerror(errno));
-    return st;
-}
-
 static mla_status render(mla_rep_run *r, const char *dir, int with_junit)
 {
     char note[512] = "";
     mla_status st = mla_rep_write_plots(r, dir, note, sizeof note);
     if (st != MLA_OK) return st;
     snprintf(r->note, sizeof r->note, "%s", note);
-    if ((st = write_md(r, dir)) != MLA_OK) return st;
-    if (with_junit && (st = write_junit(r, dir)) != MLA_OK) return st;
-    return write_html(r, dir);
+    if ((st = mla_rep_write_md(r, dir)) != MLA_OK) return st;
+    if (with_junit && (st = mla_rep_write_junit(r, dir)) != MLA_OK) return st;
+    return mla_rep_write_html(r, dir);
 }
 
 mla_status mla_rep_add_input(mla_rep_run *r, const char *name, const char *text)
@@ -723,11 +584,36 @@ static mla_status write_inputs(const mla_rep_run *r, const char *dir)
     return MLA_OK;
 }
 
+/* Every entry of folder src renamed into dst (replacing what has its name), then src removed. */
+static mla_status move_entries(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    if (!d) return mla_errorf(MLA_ERR_IO, "%s: cannot read: %s", src, strerror(errno));
+    mla_status st = MLA_OK;
+    struct dirent *e;
+    char a[4400], b[4400];
+    while (st == MLA_OK && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (mla_rep_pathf(a, sizeof a, "%s/%s", src, e->d_name) || mla_rep_pathf(b, sizeof b, "%s/%s", dst, e->d_name)) {
+            st = MLA_ERR_INVALID;
+            break;
+        }
+        struct stat sb;
+        if (lstat(b, &sb) == 0 && S_ISDIR(sb.st_mode)) nftw(b, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        if (rename(a, b) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot rename to %s: %s", a, b, strerror(errno));
+    }
+    closedir(d);
+    if (st == MLA_OK && rmdir(src) != 0) st = mla_errorf(MLA_ERR_IO, "%s: cannot remove: %s", src, strerror(errno));
+    return st;
+}
+
 mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, size_t n)
 {
     if (!r) return mla_errorf(MLA_ERR_INVALID, "mla_rep_finish: NULL run");
     r->wall = wall_seconds;
     summarize_checks(r);
+    if (gethostname(r->hostname, sizeof r->hostname - 1) != 0 || !*r->hostname) snprintf(r->hostname, sizeof r->hostname, "unknown");
+    if (prop_set(r, "host", r->hostname)) return mla_errorf(MLA_ERR_NOMEM, "report: provenance");
     char tmp[4200], final[4200];
     if (mla_rep_pathf(final, sizeof final, "%s/%s", r->results_dir, r->run_id) ||
         mla_rep_pathf(tmp, sizeof tmp, "%s/%s.tmp-XXXXXX", r->results_dir, r->run_id))
@@ -736,6 +622,7 @@ mla_status mla_rep_finish(mla_rep_run *r, double wall_seconds, char *out_dir, si
     chmod(tmp, 0755); /* mkdtemp makes it 0700; results are meant to be read */
     mla_status st = render(r, tmp, 1); /* plots first: the note they leave goes into the JSON */
     if (st == MLA_OK) st = write_tsv(r, tmp);
+    if (st == MLA_OK) st = write_limits(r, tmp);
     if (st == MLA_OK) st = write_json(r, tmp);
     if (st == MLA_OK) st = write_inputs(r, tmp);
     if (st == MLA_OK && rename(tmp, final) != 0) {
@@ -765,15 +652,6 @@ static double jdbl(json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static mla_status load_tsv(mla_rep_run *r, const char *path)
-{
-    mla_metrics m;
-    mla_status st = mla_metrics_load(path, &m);
-    for (size_t i = 0; !st && i < m.n_rows; i++) st = mla_rep_add_metric(r, &m.rows[i]);
-    mla_metrics_free(&m);
-    return st;
-}
-
 mla_status mla_rep_check_from_json(mla_rep_run *r, json_t *c, const char *where, size_t i)
 {
     const char *v = jstr(c, "verdict");
@@ -790,8 +668,19 @@ mla_status mla_rep_check_from_json(mla_rep_run *r, json_t *c, const char *where,
     free(rc->worst);
     rc->worst = wn;
     rc->worst_value = jdbl(c, "worst_value");
-    rc->headroom = jdbl(c, "headroom");
+    /* schema 1 folders call the limit use "headroom" */
+    rc->headroom = json_object_get(c, "limit_use") ? jdbl(c, "limit_use") : jdbl(c, "headroom");
+    rc->seconds = jdbl(c, "seconds");
     return MLA_OK;
+}
+
+static mla_status load_tsv(mla_rep_run *r, const char *path)
+{
+    mla_metrics m;
+    mla_status st = mla_metrics_load(path, &m);
+    for (size_t i = 0; !st && i < m.n_rows; i++) st = mla_rep_add_metric(r, &m.rows[i]);
+    mla_metrics_free(&m);
+    return st;
 }
 
 mla_status mla_rep_render(const char *dir, char *note, size_t n)
@@ -827,6 +716,13 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
     }
     const char *inc = json_string_value(json_object_get(root, "incomplete"));
     if (st == MLA_OK && inc) st = mla_rep_set_incomplete(r, inc);
+    json_t *prov = json_object_get(root, "provenance"), *pv;
+    const char *pk;
+    if (st == MLA_OK && json_is_object(prov)) json_object_foreach(prov, pk, pv) {
+        if (json_is_string(pv) && (st = prop_set(r, pk, json_string_value(pv))) != MLA_OK) break;
+    }
+    if (st == MLA_OK && !*mla_rep_prop(r, "git") && prop_set(r, "git", r->git_sha)) st = MLA_ERR_NOMEM;
+    snprintf(r->hostname, sizeof r->hostname, "%s", *mla_rep_prop(r, "host") ? mla_rep_prop(r, "host") : "unknown");
     json_t *kl = json_object_get(root, "logits_kl"), *k;
     if (st == MLA_OK && json_is_array(kl)) json_array_foreach(kl, i, k) {
         if ((st = mla_rep_add_kl(r, json_is_number(k) ? json_number_value(k) : NAN)) != MLA_OK) break;
@@ -834,6 +730,7 @@ mla_status mla_rep_render(const char *dir, char *note, size_t n)
     json_decref(root);
     if (st == MLA_OK && mla_rep_pathf(path, sizeof path, "%s/metrics.tsv", dir)) st = MLA_ERR_INVALID;
     if (st == MLA_OK) st = load_tsv(r, path);
+    if (st == MLA_OK) st = load_limits(r, dir);
     if (st == MLA_OK) st = render(r, dir, 0);
     if (st == MLA_OK && note && n) snprintf(note, n, "%s", r->note);
     mla_rep_free(r);

@@ -1,11 +1,12 @@
-/* report_internal.h: the run object shared by report.c (data, JSON, TSV, text outputs) and
- * report_plots.c (gnuplot). Not installed. */
+/* report_internal.h: the run object shared by report.c (data, JSON, TSV), report_text.c (md, junit,
+ * html) and report_plots.c (gnuplot). Not installed. */
 #ifndef MLACHECK_REPORT_INTERNAL_H
 #define MLACHECK_REPORT_INTERNAL_H
 
 #include "mlacheck/report.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 /* snprintf for file paths: 0, or -1 (with an MLA_ERR_INVALID detail) when the path does not fit. */
 static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
@@ -29,12 +30,29 @@ static inline int mla_rep_pathf(char *out, size_t n, const char *fmt, ...)
 /* A stored metric row: the strings are the run's own copies (never NULL; worst defaulted). */
 typedef mla_rep_row rep_row;
 
+/* A row's value of a metric by name (nmse is nmse_db); rel_l2 for any other name. */
+static inline double mla_rep_row_metric(const rep_row *w, const char *name)
+{
+    if (strcmp(name, "max_abs") == 0) return w->max_abs;
+    if (strcmp(name, "max_rel") == 0) return w->max_rel;
+    if (strcmp(name, "nmse_db") == 0 || strcmp(name, "nmse") == 0) return w->nmse_db;
+    if (strcmp(name, "cos_diff") == 0) return w->cos_diff;
+    if (strcmp(name, "ulp_p99") == 0) return w->ulp_p99;
+    return w->rel_l2;
+}
+
 typedef struct rep_check {
     char *case_name, *check, *profile, *path, *message, *first_tap, *worst;
     int first_layer;
     mla_rep_verdict v;
-    double worst_value, headroom; /* NAN when the check has no metric rows */
+    double worst_value, headroom; /* headroom: the limit use (report.h); NAN when no metric rows */
+    double seconds;               /* NAN when not timed */
 } rep_check;
+
+/* One provenance property ("git", "compiler", "engine", ...), written into every output. */
+typedef struct rep_prop {
+    char *key, *value;
+} rep_prop;
 
 struct mla_rep_run {
     char *results_dir, *suite, *run_id, *git_sha, *created;
@@ -53,6 +71,9 @@ struct mla_rep_run {
     char **input_files;   /* failures/<name>.h5 moved in at finish: the candidate's dump */
     char **input_file_names;
     size_t n_input_files;
+    rep_prop *props;
+    size_t n_props;
+    char hostname[256];
 };
 
 /* One check as summary.json's "checks" array holds it, and back (the run journal writes and reads
@@ -60,6 +81,12 @@ struct mla_rep_run {
 struct json_t;
 struct json_t *mla_rep_check_to_json(const rep_check *c);
 mla_status mla_rep_check_from_json(mla_rep_run *r, struct json_t *c, const char *where, size_t i);
+extern const char *const mla_rep_verdict_names[3]; /* "pass", "fail", "skip" */
+int mla_rep_n_cases(const mla_rep_run *r);          /* distinct case names among the checks */
+/* The text outputs (report_text.c), each into dir; errors are I/O (naming the file) or memory. */
+mla_status mla_rep_write_md(const mla_rep_run *r, const char *dir);
+mla_status mla_rep_write_junit(const mla_rep_run *r, const char *dir);
+mla_status mla_rep_write_html(const mla_rep_run *r, const char *dir);
 
 /* Writes plots/ under dir (data, scripts, PNG, SVG). A missing gnuplot or a failing script is a
  * note, not an error; errors are I/O only. */

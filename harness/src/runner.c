@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* ---------- prompts and golden names ---------- */
 
@@ -241,9 +242,13 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
         if (!row_runs(r, row, engine)) continue;
         if (row->needs && !driven) continue;
         chk_name(c.check, sizeof c.check, row->name, engine);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         mla_progress_enter(pg, c.check);
         row->fn(&c);
         mla_progress_leave(pg, 1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        chk_verdict_time(r, c.check, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
         if (last_group) progress_verdicts(r, c.check);
     }
     chk_drives_trim(r);
@@ -295,7 +300,10 @@ static int engine_usable(chk_run *r, mla_profile prof, const char *eng, const ch
     chk_run_opts(r, prof, 1, g, &ro);
     mla_engine *e;
     mla_status st = chk_engine_get(r, eng, &ro, &e);
-    if (!st) return 1;
+    if (!st) {
+        if (r->rep) mla_rep_add_prop(r->rep, "engine", eng); /* provenance; "gpu" adds its device */
+        return 1;
+    }
     char check[80];
     chk_name(check, sizeof check, "engine", eng);
     if (st == MLA_ERR_UNSUPPORTED || st == MLA_ERR_NO_DEVICE) chk_verdict_skip(r, check, "-", mla_last_error());
@@ -370,6 +378,7 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
             continue;
         }
         chk_run_set_case(&r, cs, m);
+        if (rep) mla_rep_add_prop(rep, "model", cs->model);
         chk_group *groups = NULL;
         int ngroups = 0;
         if ((st = groups_build(&r, mla_model_config(m)->vocab_size, &groups, &ngroups))) {

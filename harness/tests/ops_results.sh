@@ -24,7 +24,7 @@ for f in summary.json summary.md junit.xml metrics.tsv index.html; do [ -s "$R/$
 grep -q "^report: $R/index.html" "$T/out" || fail "ref: report line missing"
 grep -q '<testsuites name="mlacheck ops-smoke" tests="10" failures="0" skipped="0"' "$R/junit.xml" || fail "ref: junit counts"
 [ "$(grep -c '<testcase ' "$R/junit.xml")" -eq 10 ] || fail "ref: expected 10 testcases"
-grep -q '<testcase classname="ops-smoke.mqa-v3-h128-p64-bf16-small-ba" name="op/bf16/mqa"/>' "$R/junit.xml" ||
+grep -q '<testcase classname="ops-smoke.mqa-v3-h128-p64-bf16-small-ba" name="op/bf16/mqa" time="[0-9.]*"/>' "$R/junit.xml" ||
     fail "ref: testcase naming (suite.case, op/profile/form)"
 [ "$(wc -l <"$R/metrics.tsv")" -eq 21 ] || fail "ref: metrics.tsv: expected the header and 20 rows"
 grep -q '"verdict": "pass"' "$R/summary.json" || fail "ref: summary.json verdict"
@@ -36,11 +36,11 @@ grep -q '^## mlacheck ops-smoke: PASS' "$R/summary.md" || fail "ref: summary.md 
 one_run "$T/bug"
 J=$R/junit.xml
 grep -q '<testsuites name="mlacheck ops-smoke" tests="10" failures="8" skipped="2"' "$J" || { cat "$J"; fail "buggy: junit counts"; }
-grep -A1 '<testcase classname="ops-smoke.mqa-v3-h128-p1-fp8kv-real-bc" name="op/fp8kv/mqa">' "$J" |
-    grep -q '<failure message="mqa_out: .*cos_diff [0-9.e+-]* &gt; limit 5.000e-06' || fail "buggy: mqa_out / cos_diff limit not named"
+grep -A1 '<testcase classname="ops-smoke.mqa-v3-h128-p1-fp8kv-real-bc" name="op/fp8kv/mqa" time="[0-9.]*">' "$J" |
+    grep -q '<failure type="[a-z]*" message="mqa_out: .*cos_diff [0-9.e+-]* &gt; limit 5.000e-06' || fail "buggy: mqa_out / cos_diff limit not named"
 grep -q 'first diverging tap mqa_out' "$J" || fail "buggy: first diverging tensor"
-grep -A1 'name="op/bf16/mha">' "$J" | grep -q '<failure message="mha_out: ' || fail "buggy: mha_out not named"
-grep -q '<skipped message="example-attn-only declines kv format fp8ds">' "$J" || fail "buggy: skip reason"
+grep -A1 'name="op/bf16/mha" time="[0-9.]*">' "$J" | grep -q '<failure type="[a-z]*" message="mha_out: ' || fail "buggy: mha_out not named"
+grep -q '<skipped message="example-attn-only declines kv format fp8ds"/>' "$J" || fail "buggy: skip reason"
 grep -q '"verdict": "fail"' "$R/summary.json" || fail "buggy: summary.json verdict"
 awk -F'\t' '$1=="mqa-v3-h128-p1-fp8kv-real-bc" && $6=="mqa_out" && $16==0 && $17=="cos_diff" {ok=1} END {exit !ok}' \
     "$R/metrics.tsv" || fail "buggy: metrics.tsv row of the failing tensor"

@@ -498,6 +498,42 @@ static void test_shape_check_on_read(void **state)
     assert_error_names("[3, 8]");
 }
 
+/* Every tap dataset names its axes (the dimension-scale labels h5py shows as ds.dims[i].label) and
+ * carries a one-line description; /meta says which build wrote the file. */
+static void test_axis_labels_and_provenance(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("labels.h5");
+    write_sample(path);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t ds = H5Dopen2(f, "logits", H5P_DEFAULT);
+    assert_true(ds >= 0);
+    hid_t a = H5Aopen(ds, "DIMENSION_LABELS", H5P_DEFAULT);
+    assert_true(a >= 0);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    char *labels[2] = {NULL, NULL};
+    assert_true(H5Aread(a, t, labels) >= 0);
+    assert_string_equal(labels[0], "tokens");
+    assert_string_equal(labels[1], "vocab");
+    hid_t sp = H5Aget_space(a);
+    H5Dvlen_reclaim(t, sp, H5P_DEFAULT, labels);
+    H5Sclose(sp);
+    H5Aclose(a);
+    assert_true(H5Aexists(ds, "description") > 0);
+    H5Dclose(ds);
+    hid_t g = H5Gopen2(f, "meta", H5P_DEFAULT);
+    assert_true(g >= 0);
+    const char *keys[] = {"build_git_id", "compiler", "blas", "hdf5_version"};
+    for (int i = 0; i < 4; i++) {
+        if (H5Aexists(g, keys[i]) <= 0) fail_msg("/meta has no %s", keys[i]);
+    }
+    H5Gclose(g);
+    H5Tclose(t);
+    H5Fclose(f);
+}
+
 static void test_unknown_dtype(void **state)
 {
     (void)state;
@@ -626,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_not_hdf5),
         cmocka_unit_test(test_shape_check_on_read),
         cmocka_unit_test(test_unknown_dtype),
+        cmocka_unit_test(test_axis_labels_and_provenance),
         cmocka_unit_test(test_damaged_bytes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -152,7 +152,8 @@ static mla_rep_run *make_run(const char *results)
             mla_rep_row w = {.case_name = "tiny-v3", .check = "golden", .profile = "bf16", .path = "prefill",
                              .layer = layer, .tap = taps[t], .kv_len = -1, .n = 1000, .max_abs = 1e-3 * (layer + 1),
                              .max_rel = 1e-2, .nmse_db = -60, .cos_diff = 1e-7, .rel_l2 = 1e-7 * (layer + 1) * (t + 1),
-                             .ulp_p99 = 1, .headroom = 0.1 * (layer + 1) * (t + 1) / 2, .worst = "rel_l2", .pass = 1, .why = ""};
+                             .ulp_p99 = 1, .headroom = 0.1 * (layer + 1) * (t + 1) / 2, .worst = "rel_l2", .pass = 1, .why = "",
+                             .lim_rel_l2 = 1e-6, .lim_cos_diff = 1e-5};
             if (layer == 3 && t == 2) { /* the single failing tensor */
                 w.pass = 0;
                 w.headroom = 2.5;
@@ -165,13 +166,14 @@ static mla_rep_run *make_run(const char *results)
             w.pass = 1;
             w.headroom = 0.5;
             w.rel_l2 = 1e-2 * (layer + 1);
+            w.lim_rel_l2 = layer ? 0.05 : 0.02; /* a layer-0 rule of its own: the limit steps */
             w.why = "";
             assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
         }
     for (int kv = 64; kv <= 512; kv += 64) {
         mla_rep_row w = {.case_name = "tiny-v3-sweep", .check = "sweep", .profile = "fp64", .path = "decode",
                          .layer = 0, .tap = "attn_out", .kv_len = kv, .n = 64, .rel_l2 = 1e-15 * kv, .headroom = 1e-3 * kv / 512,
-                         .pass = 1};
+                         .pass = 1, .lim_rel_l2 = 1e-12};
         assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
     }
     for (int i = 0; i < 200; i++) assert_int_equal(mla_rep_add_kl(r, pow(10.0, -9 + 6.0 * i / 200)), MLA_OK);
@@ -179,6 +181,11 @@ static mla_rep_run *make_run(const char *results)
     assert_int_equal(mla_rep_add_check(r, "tiny-v3", "golden", "bf16", "prefill", MLA_REP_FAIL,
                                        "rel_l2 over limit <x> & \"quoted\" | piped", 3, "out"),
                      MLA_OK);
+    mla_rep_set_check_seconds(r, 1.25);
+    assert_int_equal(mla_rep_add_prop(r, "engine", "ref"), MLA_OK);
+    assert_int_equal(mla_rep_add_prop(r, "engine", "gpu"), MLA_OK);
+    assert_int_equal(mla_rep_add_prop(r, "engine", "ref"), MLA_OK); /* not repeated */
+    assert_int_equal(mla_rep_add_prop(r, "bad key", "x"), MLA_ERR_INVALID);
     assert_int_equal(mla_rep_add_check(r, "tiny-v3", "fp8-vs-bf16", "fp8kv", "prefill", MLA_REP_PASS, "", -1, NULL), MLA_OK);
     assert_int_equal(mla_rep_add_check(r, "tiny-v3", "determinism", "bf16", "prefill", MLA_REP_SKIP, "no GPU device", -1, NULL),
                      MLA_OK);
@@ -239,6 +246,14 @@ static void test_report_complete(void **state)
     assert_non_null(strstr(x, "tests=\"4\" failures=\"1\" skipped=\"1\""));
     assert_non_null(strstr(x, "&lt;x&gt; &amp; &quot;quoted&quot;"));
     assert_non_null(strstr(x, "first diverging: layer 3 tap out"));
+    /* what strict schemas want: times, timestamp, hostname, typed failures, properties */
+    assert_int_equal(count_of(x, "<testcase classname=\"ci.tiny-v3\" name=\"golden/bf16/prefill\" time=\"1.250\""), 1);
+    assert_int_equal(count_of(x, " hostname=\""), 2);
+    assert_int_equal(count_of(x, " timestamp=\""), 3);
+    assert_int_equal(count_of(x, "<failure type=\"divergence\" message=\""), 1);
+    assert_int_equal(count_of(x, "<property name=\"git_sha\" value=\"0123abcd\"/>"), 2);
+    assert_int_equal(count_of(x, "<property name=\"engine\" value=\"ref, gpu\"/>"), 2);
+    assert_null(strstr(x, "headroom"));
     free(x);
 
     /* summary.json: counts, the failing check's worst metric is its worst row. */
@@ -256,13 +271,22 @@ static void test_report_complete(void **state)
     assert_int_equal(json_integer_value(json_object_get(counts, "metrics")), 12 * 2 + 8);
     assert_int_equal(json_integer_value(json_object_get(counts, "metrics_failed")), 1);
     json_t *c0 = json_array_get(json_object_get(j, "checks"), 0);
-    assert_true(json_real_value(json_object_get(c0, "headroom")) == 2.5);
+    assert_true(json_real_value(json_object_get(c0, "limit_use")) == 2.5);
+    assert_null(json_object_get(c0, "headroom")); /* one name: no alias is written */
     assert_true(json_real_value(json_object_get(c0, "worst_value")) == 2.5e-6);
     assert_string_equal(json_string_value(json_object_get(c0, "worst_metric")), "rel_l2");
     assert_int_equal(json_integer_value(json_object_get(c0, "first_layer")), 3);
     assert_string_equal(json_string_value(json_object_get(c0, "first_tap")), "out");
-    json_t *c2 = json_array_get(json_object_get(j, "checks"), 2); /* skipped: no rows, null headroom */
-    assert_true(json_is_null(json_object_get(c2, "headroom")));
+    json_t *c2 = json_array_get(json_object_get(j, "checks"), 2); /* skipped: no rows, null limit use */
+    assert_true(json_is_null(json_object_get(c2, "limit_use")));
+    /* provenance: the git id given, and what the library knows itself */
+    json_t *prov = json_object_get(j, "provenance");
+    assert_string_equal(json_string_value(json_object_get(prov, "git")), "0123abcd");
+    assert_non_null(json_string_value(json_object_get(prov, "compiler")));
+    assert_non_null(json_string_value(json_object_get(prov, "blas")));
+    assert_non_null(json_string_value(json_object_get(prov, "hdf5")));
+    assert_non_null(json_string_value(json_object_get(prov, "host")));
+    assert_string_equal(json_string_value(json_object_get(prov, "engine")), "ref, gpu");
     assert_int_equal(json_array_size(json_object_get(j, "logits_kl")), 201);
     assert_true(json_real_value(json_object_get(j, "wall_seconds")) == 12.5);
     json_decref(j);
@@ -277,10 +301,14 @@ static void test_report_complete(void **state)
     /* summary.md: totals line, failing table before the full table, pipes escaped. */
     char *md = slurp(out, "summary.md");
     assert_non_null(strstr(md, "**1 failed**, 2 passed, 1 skipped of 4 checks in 2 cases"));
-    char *failing = strstr(md, "### Failing checks"), *all = strstr(md, "### All checks");
+    char *failing = strstr(md, "### Failures by first divergence: 1 cause, 1 failing checks"),
+         *all = strstr(md, "<details><summary>All checks (4)</summary>");
     assert_true(failing && all && failing < all);
+    assert_non_null(strstr(md, "#### 1. layer 3 tap out (1 check)"));
     assert_non_null(strstr(md, "\\| piped"));
-    assert_non_null(strstr(md, "layer 3 out"));
+    assert_non_null(strstr(md, "| limit use |"));
+    assert_null(strstr(md, "headroom"));
+    assert_non_null(strstr(md, "| compiler | "));
     free(md);
 
     /* Plots, when gnuplot exists. */
@@ -345,6 +373,7 @@ static void test_report_without_gnuplot(void **state)
     md = slurp(out, "summary.md");
     assert_non_null(strstr(md, "**1 failed**, 2 passed, 1 skipped of 4 checks in 2 cases; 32 tensors compared"));
     assert_non_null(strstr(md, "| tiny-v3 | golden | bf16 | prefill | **FAIL** | rel_l2 2.5e-06 | 2.5 |"));
+    assert_non_null(strstr(md, "| engine | ref, gpu |")); /* provenance survives a re-render */
     free(md);
     if (mla_rep_find_gnuplot()) {
         assert_string_equal(note, "");
@@ -355,6 +384,76 @@ static void test_report_without_gnuplot(void **state)
     }
     mla_rep_free(r);
     assert_no_tmp_left(fx->results);
+}
+
+/* What the plots draw: the metric with its limit, failures ringed, the first divergence marked,
+ * exact zeros on their own tick, integer layer ticks, bars for a one-layer model, and the sweep's
+ * metric itself (not its limit use). */
+static void test_plot_scripts(void **state)
+{
+    fixture *fx = *state;
+    mla_rep_run *r = make_run(fx->results);
+    const char *taps[] = {"attn_norm", "kv_c", "out"};
+    for (int t = 0; t < 3; t++) { /* a one-layer model: bars */
+        mla_rep_row w = {.case_name = "v3-layer", .check = "absorbed-vs-naive", .profile = "fp64", .path = "prefill",
+                         .layer = 0, .tap = taps[t], .kv_len = -1, .n = 10, .rel_l2 = t ? 1e-14 * t : 0,
+                         .headroom = t ? 1e-2 * t : 0, .worst = "rel_l2", .pass = 1, .why = "",
+                         .lim_rel_l2 = 1e-12, .lim_max_abs = 1e-300};
+        assert_int_equal(mla_rep_add_metric(r, &w), MLA_OK);
+    }
+    assert_int_equal(mla_rep_add_check(r, "v3-layer", "absorbed-vs-naive", "fp64", "prefill", MLA_REP_FAIL,
+                                       "first divergence: layer 0 tap kv_c", 0, "kv_c"),
+                     MLA_OK);
+    char out[4096];
+    assert_int_equal(mla_rep_finish(r, 1.0, out, sizeof out), MLA_OK);
+    mla_rep_free(r);
+    char *gp = slurp(out, "plots/layers-golden-bf16.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "set ylabel \"rel_l2\""));
+    assert_non_null(strstr(gp, "set xtics 1\n"));
+    assert_non_null(strstr(gp, "set format x \"%.0f\""));
+    assert_non_null(strstr(gp, "title \"fails its limit\""));
+    assert_non_null(strstr(gp, "\"first divergence: layer 3 out\""));
+    assert_non_null(strstr(gp, "title \"limit: rel_l2 = 1e-06\"")); /* one rule for every tap: one line */
+    free(gp);
+    gp = slurp(out, "plots/layers-fp8-vs-bf16-fp8kv.gp");
+    assert_non_null(strstr(gp, "dashed: each line's rel_l2 limit")); /* 0.02 at layer 0, 0.05 after */
+    free(gp);
+    char *dat = slurp(out, "plots/layers-golden-bf16.dat");
+    const char *out_block = strstr(dat, "# out:"); /* layer 3 of tap out: failed, limit 1e-6 */
+    double y = 0, lim = 0;
+    int failed = -1;
+    assert_non_null(out_block);
+    const char *l3 = strstr(out_block, "\n3 ");
+    assert_non_null(l3);
+    assert_int_equal(sscanf(l3, "%*d %lf %d %lf", &y, &failed, &lim), 3);
+    assert_true(y == 2.5e-6 && failed == 1 && fabs(lim - 1e-6) < 1e-18);
+    free(dat);
+    gp = slurp(out, "plots/layers-absorbed-vs-naive-fp64.gp");
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "with boxes"));
+    assert_non_null(strstr(gp, "set ytics add (\"0 (exact)\" 1"));
+    assert_non_null(strstr(gp, "title \"limit (rel_l2)\""));
+    assert_non_null(strstr(gp, "set arrow from 1, graph 0 to 1, graph 1")); /* kv_c's bar, the second */
+    free(gp);
+    gp = slurp(out, "plots/sweep_kv_len.gp");
+    assert_non_null(strstr(gp, "set ylabel \"rel_l2\""));
+    free(gp);
+    dat = slurp(out, "plots/sweep_kv_len.dat");
+    const char *l512 = strstr(dat, "\n512 "); /* rel_l2 itself (5.12e-13), then its limit */
+    if (!l512) fprintf(stderr, "%s\n", dat);
+    assert_non_null(l512);
+    assert_int_equal(sscanf(l512, "%*d %lf %d %lf", &y, &failed, &lim), 3);
+    assert_true(fabs(y - 5.12e-13) < 1e-25 && failed == 0 && lim == 1e-12);
+    free(dat);
+    /* a re-render from the folder (limits.tsv) draws the same limits */
+    assert_true(exists(out, "limits.tsv"));
+    assert_int_equal(mla_rep_render(out, NULL, 0), MLA_OK);
+    gp = slurp(out, "plots/layers-golden-bf16.gp");
+    assert_non_null(strstr(gp, "title \"limit: rel_l2 = 1e-06\""));
+    free(gp);
+    dat = slurp(out, "plots/sweep_kv_len.dat");
+    free(dat);
 }
 
 static void test_render_errors(void **state)
@@ -415,6 +514,7 @@ static void test_two_runs_distinct(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_plot_scripts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_without_gnuplot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_errors, setup, teardown),

@@ -24,7 +24,7 @@ extern "C" {
     X("path", path, TEXT) X("layer", layer, INT) X("tap", tap, TEXT) X("kv_len", kv_len, INT)    \
     X("n", n, I64) X("max_abs", max_abs, F64) X("max_rel", max_rel, F64)                         \
     X("nmse_db", nmse_db, F64) X("cos_diff", cos_diff, F64) X("rel_l2", rel_l2, F64)             \
-    X("ulp_p99", ulp_p99, F64) X("headroom", headroom, F64) X("pass", pass, INT)                 \
+    X("ulp_p99", ulp_p99, F64) X("limit_use", headroom, F64) X("pass", pass, INT)                \
     X("worst", worst, TEXT) X("why", why, TEXT)
 
 /* Writes rows[0..n) under the header to path (created or truncated). A NULL text field is written

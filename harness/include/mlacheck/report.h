@@ -6,6 +6,11 @@
  * (journal.h) made results/<run-id> already, the files are moved into it instead, and the folder's
  * INCOMPLETE marker says it is not whole until the journal removes it.
  * Run ids: <UTC yyyymmddThhmmssZ>-<suite>-<4 hex>, e.g. 20261130T120501Z-ci-3fa2.
+ * Limit use (limit_use in summary.json and metrics.tsv): measured / limit of the metric that comes
+ * closest to its rule's limit, the largest over the limits checked; 0 is exact agreement, 1 is at
+ * the limit, above 1 fails. Every table, plot and file of a report uses this one name.
+ * Provenance (mla_rep_add_prop): git id, compiler, BLAS, HDF5, and what the run adds (engine, model,
+ * device) go into summary.json "provenance", summary.md, index.html and junit.xml properties.
  * Plots need gnuplot: the MLA_GNUPLOT environment variable when set (even empty: then only PATH),
  * else the configure-time path, else PATH. Without it plots are skipped with a note, not an error. */
 #ifndef MLACHECK_REPORT_H
@@ -31,10 +36,13 @@ typedef struct mla_rep_row {
     int kv_len;         /* -1 unless a sweep row */
     int64_t n;          /* elements compared */
     double max_abs, max_rel, nmse_db, cos_diff, rel_l2, ulp_p99;
-    double headroom;    /* worst measured/limit over the checked limits; > 1 fails */
-    const char *worst;  /* the metric that set headroom ("rel_l2", ...); NULL: rel_l2 */
+    double headroom;    /* the limit use (above): worst measured/limit over the checked limits; > 1 fails */
+    const char *worst;  /* the metric that set it ("rel_l2", ...); NULL: rel_l2 */
     int pass;
     const char *why;    /* failure reason ("rel_l2 3.1e-5 > 1e-6", "NaN at [3,7]"), "" when passing */
+    /* The rule's limits for this tensor (0: not checked or not known), drawn on the plots; kept in
+     * the results folder's limits.tsv beside metrics.tsv (whose columns stay as they are). */
+    double lim_max_abs, lim_max_rel, lim_cos_diff, lim_rel_l2, lim_ulp_p99;
 } mla_rep_row;
 
 typedef struct mla_rep_run mla_rep_run;
@@ -43,8 +51,18 @@ typedef struct mla_rep_run mla_rep_run;
 mla_status mla_rep_new(const char *results_dir, const char *suite_name, mla_rep_run **out);
 void mla_rep_free(mla_rep_run *r);
 const char *mla_rep_run_id(const mla_rep_run *r);
-/* Defaults: MLA_GIT_SHA, then GITHUB_SHA from the environment, else "unknown". */
+/* Defaults: MLA_GIT_SHA, then GITHUB_SHA from the environment, then the id compiled in at build
+ * time (mla_git_id.h), else "unknown". Also the "git" provenance property. */
 mla_status mla_rep_set_git_sha(mla_rep_run *r, const char *sha);
+/* Adds value to provenance property key (letters, digits, '_', '.'); a value the key already holds
+ * is not repeated, others are appended ", "-separated (two engines: "ref, gpu"). New runs start
+ * with git, compiler, blas, hdf5 (and host at finish). Adding engine "gpu" in a build with the GPU
+ * engine also records "device" (name, architecture, runtime, driver) from the device probe. */
+mla_status mla_rep_add_prop(mla_rep_run *r, const char *key, const char *value);
+/* The value of a provenance property, "" when unset. */
+const char *mla_rep_prop(const mla_rep_run *r, const char *key);
+/* Seconds a check took (after mla_rep_add_check; the last check added): junit.xml's time. */
+void mla_rep_set_check_seconds(mla_rep_run *r, double seconds);
 
 /* Marks the run incomplete (why: "interrupted by SIGINT after 3 of 9 case/profile units"; NULL:
  * complete again). summary.json then says "complete": false, "incomplete": why and verdict

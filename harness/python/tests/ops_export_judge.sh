@@ -40,10 +40,10 @@ grep -Eq '^FAIL +mqa-v3-h128-p64-bf16-small-ba +[0-9.]+s lse: ' "$T/out" || fail
 R=$(sed -n 's|^report: \(.*\)/index.html .*|\1|p' "$T/out")
 case "$R" in "$T/r/"*-ops-smoke-*) ;; *) fail "planted: report folder '$R'";; esac
 for f in summary.json summary.md junit.xml metrics.tsv; do [ -s "$R/$f" ] || fail "planted: $f missing"; done
-grep -A1 'classname="ops-smoke.mqa-v3-h128-p1-fp8kv-real-bc" name="op/fp8kv/mqa">' "$R/junit.xml" |
-    grep -q '<failure message="mqa_out: .* &gt; limit ' || fail "planted: junit failure lacks mqa_out and its limit"
-grep -A1 'classname="ops-smoke.mqa-v3-h128-p64-bf16-small-ba" name="op/bf16/mqa">' "$R/junit.xml" |
-    grep -q '<failure message="lse: ' || fail "planted: junit failure lacks lse"
+grep -A1 'classname="ops-smoke.mqa-v3-h128-p1-fp8kv-real-bc" name="op/fp8kv/mqa" time="[0-9.]*">' "$R/junit.xml" |
+    grep -q '<failure type="[a-z]*" message="mqa_out: .* &gt; limit ' || fail "planted: junit failure lacks mqa_out and its limit"
+grep -A1 'classname="ops-smoke.mqa-v3-h128-p64-bf16-small-ba" name="op/bf16/mqa" time="[0-9.]*">' "$R/junit.xml" |
+    grep -q '<failure type="[a-z]*" message="lse: ' || fail "planted: junit failure lacks lse"
 
 # 3. bad outputs are exit 2 naming the file, the dataset and what was expected; never a pass
 "$PY" "$HERE/examples/numpy_mla_ops.py" "$T/x" >/dev/null 2>&1 || fail "rewrite"

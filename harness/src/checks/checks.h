@@ -30,6 +30,7 @@ typedef struct chk_verdict {
     int fail, skip, any, error;
     int first_layer;
     char first_tap[32], msg[512];
+    double seconds; /* time of the check functions that judged it (junit.xml) */
 } chk_verdict;
 
 /* An open engine of the drive cache: kept across the checks of a (case, profile), reset before each drive. */
@@ -171,6 +172,8 @@ void chk_verdict_error(chk_run *r, const char *check, const char *path, mla_stat
 void chk_verdict_skip(chk_run *r, const char *check, const char *path, const char *why);
 /* Adds the verdicts of the current (case, profile) to the report and the totals, then clears them. */
 void chk_verdicts_flush(chk_run *r);
+/* Adds seconds (a check function's run) to the verdicts of check, split evenly over its paths. */
+void chk_verdict_time(chk_run *r, const char *check, double seconds);
 /* Keeps what reproduces a failing comparison (the text, and the candidate's dump once per name). */
 void chk_save_input(chk_run *r, const char *check, const char *path, const mla_dump *d);
 

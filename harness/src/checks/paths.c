@@ -2,6 +2,7 @@
  * prefill, the decode sweep along kv_lens, and the absorbed form against the naive one. */
 #include "checks.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 void chk_whole_views_free(mla_dump **v, int n)
@@ -100,6 +101,28 @@ void chk_absorbed_vs_naive(chk_ctx *c)
     else chk_compare_group(c->r, c->check, "prefill", c->pre, abs, c->g->n, 0);
 }
 
+/* The compared tap nearest its limit (largest limit use, NaN first), with its own metrics: a
+ * sweep records one row per length, and the report plots the metric itself along the length. */
+typedef struct {
+    int have, layer;
+    char tap[32], worst[32];
+    mla_cmp_result r;
+} sweep_worst;
+
+static mla_status sweep_keep_worst(void *user, const mla_dcmp_row *row)
+{
+    sweep_worst *w = user;
+    double h = row->r->headroom;
+    if (w->have && !isnan(w->r.headroom) && !isnan(h) && h <= w->r.headroom) return MLA_OK;
+    if (w->have && isnan(w->r.headroom)) return MLA_OK;
+    w->have = 1;
+    w->layer = row->layer;
+    snprintf(w->tap, sizeof w->tap, "%s", row->tap);
+    snprintf(w->worst, sizeof w->worst, "%s", row->worst ? row->worst : "rel_l2");
+    w->r = *row->r;
+    return MLA_OK;
+}
+
 /* Sweep: decode along the prompt, compare each decoded position (in kv_lens) to the prefill row. */
 void chk_sweep(chk_ctx *c)
 {
@@ -119,7 +142,10 @@ void chk_sweep(chk_ctx *c)
             mla_dcmp_ctx dc = {.rules = r->rules, .model = r->m, .case_name = cs->name, .check = c->check,
                                .profile = r->profile, .path = "decode", .row_lo = lo, .row_hi = kv,
                                .kv_len = kv};
-            /* record only the end-of-layer taps per length, to keep metrics.tsv readable */
+            /* record only the tap nearest its limit per length, to keep metrics.tsv readable */
+            sweep_worst sw = {0};
+            dc.on_row = sweep_keep_worst;
+            dc.user = &sw;
             mla_dcmp_result res;
             mla_status st = mla_dcmp(&dc, c->pre[i], c->dec[i], &res);
             if (st) {
@@ -127,12 +153,9 @@ void chk_sweep(chk_ctx *c)
                 return;
             }
             const mla_tensor *la = mla_dump_get(c->pre[i], 0, MLA_TAP_LOGITS);
-            if (r->rep && la) {
-                mla_rep_row row = {.case_name = cs->name, .check = c->check, .profile = r->profile, .path = "decode",
-                                   .layer = -1, .tap = "worst", .kv_len = kv, .n = 1,
-                                   .rel_l2 = res.worst_headroom, .headroom = res.worst_headroom,
-                                   .worst = "headroom", .pass = res.n_failed == 0, .why = res.first_why};
-                mla_rep_add_metric(r->rep, &row);
+            if (r->rep && la && sw.have) { /* the report's own adapter: the tap's metrics and rule limits */
+                mla_dcmp_row row = {.ctx = &dc, .layer = sw.layer, .tap = sw.tap, .r = &sw.r, .worst = sw.worst};
+                mla_rep_on_dcmp_row(r->rep, &row);
             }
             if (res.n_failed && first_bad < 0) {
                 first_bad = kv;

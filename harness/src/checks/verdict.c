@@ -122,11 +122,20 @@ void chk_verdicts_flush(chk_run *r)
         } else {
             r->tot->skip++;
         }
-        if (r->rep)
+        if (r->rep &&
             mla_rep_add_check(r->rep, r->cs->name, v->check, r->profile, v->path, k, v->msg,
-                              v->fail ? v->first_layer : -1, v->fail && v->first_tap[0] ? v->first_tap : NULL);
+                              v->fail ? v->first_layer : -1, v->fail && v->first_tap[0] ? v->first_tap : NULL) == MLA_OK)
+            mla_rep_set_check_seconds(r->rep, v->seconds);
     }
     r->nv = 0;
+}
+
+void chk_verdict_time(chk_run *r, const char *check, double seconds)
+{
+    int n = 0;
+    for (int i = 0; i < r->nv; i++) n += !strcmp(r->v[i].check, check);
+    for (int i = 0; i < r->nv && n; i++)
+        if (!strcmp(r->v[i].check, check)) r->v[i].seconds += seconds / n;
 }
 
 /* 1 when name was not kept yet; then it is added to the kept names (0 when that fails). */
