@@ -22,7 +22,8 @@ bash gpu/tools/unpack_deps.sh "$D" || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 H5=""
 [ -f /usr/include/hdf5.h ] || [ -d /usr/include/hdf5 ] || H5="-DMLA_HDF5_ROOT=$D/hdf5"
-cmake -S . -B build-gpu -G Ninja -DMLA_GPU=cuda -DMLA_DEPS_DIR=$D $H5 -DCMAKE_BUILD_RPATH="$D/lib;$D/hdf5/lib" \
+# MLA_CMAKE_ARGS: e.g. -DMLA_GIT_ID=<id> (the device copy's .git is stale: name the commit from here)
+cmake -S . -B build-gpu -G Ninja -DMLA_GPU=cuda -DMLA_DEPS_DIR=$D $H5 -DCMAKE_BUILD_RPATH="$D/lib;$D/hdf5/lib" ${MLA_CMAKE_ARGS:-} \
     >"$OUTDIR/configure.log" 2>&1 || { tail -30 "$OUTDIR/configure.log"; exit 1; }
 cmake --build build-gpu -j16 --target mlacheck mla_gpu_check mla_gpu_bench >"$OUTDIR/build.log" 2>&1 ||
     { grep -E "error|warning" "$OUTDIR/build.log" | head -40; exit 1; }
