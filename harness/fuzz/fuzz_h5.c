@@ -1,7 +1,7 @@
 /* fuzz_h5.c: the HDF5 dump reader (harness/src/h5io.c, mla_h5_read and mla_h5_read_meta) on a file
  * in the scratch folder (tmpfs). The seeds are a sealed mlacheck dump (the seal and its raw ranges
  * are parsed before libhdf5 sees the file) and the same dump without its user block (unsealed, as
- * h5py writes: read first in the probe child, here with a 1 s limit: MLA_H5_PROBE_MS). Every input reads or fails with a
+ * h5py writes: read first in the probe child, here with a 0.3 s limit: MLA_H5_PROBE_MS). Every input reads or fails with a
  * message naming the file, a file that reads whole also reads its /meta, and no HDF5 object is left
  * open afterwards. */
 #include "fuzz_common.h"
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char path[600];
     if (!path[0]) {
         snprintf(path, sizeof path, "%s/in.h5", fuzz_dir(""));
-        setenv("MLA_H5_PROBE_MS", "1000", 0); /* a hanging unsealed file costs 1 s, not 10 */
+        setenv("MLA_H5_PROBE_MS", "300", 0); /* a hanging unsealed file costs 0.3 s, not 10 */
     }
     fuzz_write(fuzz_dir(""), "in.h5", data, size);
     mla_dump *d = NULL;

@@ -13,7 +13,7 @@ jobs="${3:-1}"
 shift 3 2>/dev/null || shift $#
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors config suite rules h5)
-work="$build/fuzz-work"
+work="${MLA_FUZZ_WORK:-$build/fuzz-work}"
 mkdir -p "$work"
 # -timeout 30: the HDF5 reader's probe child may take its full 10 s on a hanging file.
 # detect_leaks stays on; abort_on_error makes a sanitizer report a crash artifact.
