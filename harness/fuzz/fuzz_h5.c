@@ -35,7 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mla_config c;
     mla_status sm = mla_h5_read_meta(path, &m, &c);
     if (sm == MLA_OK) free(m.model_config_json);
-    if ((st == MLA_OK && sm != MLA_OK) || (sm != MLA_OK && !strstr(mla_last_error(), path))) {
+    /* a probe that ran past its 0.3 s on a loaded machine is no inconsistency */
+    int slow = sm != MLA_OK && strstr(mla_last_error(), "did not finish reading") != NULL;
+    if ((st == MLA_OK && sm != MLA_OK && !slow) || (sm != MLA_OK && !strstr(mla_last_error(), path))) {
         fprintf(stderr, "fuzz_h5: read %d but read_meta %d: \"%s\"\n", (int)st, (int)sm, mla_last_error());
         abort();
     }
