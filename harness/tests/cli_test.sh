@@ -128,6 +128,7 @@ bad-input)
     badcfg gelu "d['hidden_act']='gelu'" "field hidden_act: expected \"silu\""
     badcfg half-split "d['rope_interleave']=False" "interleaved GPT-J rope pairing"
     badcfg huge "d['num_hidden_layers']=1000000" "parameters in .* expected at most"
+    badcfg more-layers "d['num_hidden_layers']=61" "config.json: field num_hidden_layers: 61 layers .* expected about what the safetensors files hold"
     # a failed write (a full disk, here a 16 KiB file size limit) is exit 2 with the file named, not a
     # segfault at exit, and leaves neither the file nor its temporary behind
     mkdir -p "$TMP/full"

@@ -386,6 +386,30 @@ static mla_status st_check_finite(const char *fp, const model_entry *e)
                       isnan(v) ? "NaN" : "Inf", (long long)bad);
 }
 
+/* The config's size against what the files hold, before anything is built from the config (the
+ * required-name list grows with num_hidden_layers x n_routed_experts): every parameter the config
+ * implies is one element of a tensor in the files, every tensor one header entry. A config claiming
+ * far more (num_hidden_layers 61 over a 3-layer checkpoint) is refused here, naming the sizes; the
+ * tensors present were checked against the config before (check_tensors). */
+static mla_status check_size_against_files(const mla_model *m, const char *cfg_path)
+{
+    uint64_t params, tensors, held = 0;
+    config_param_count(&m->cfg, &params, &tensors);
+    if (m->cfg.tie_word_embeddings && tensors > 0) tensors--; /* no lm_head.weight */
+    for (int i = 0; i < m->n_entries; i++) held += (uint64_t)mla_tensor_numel(&m->entries[i].t);
+    /* twice the files plus a margin: a checkpoint missing a few tensors still gets the message that
+     * names the first missing one (check_tensors); a config far larger than its files stops here */
+    if (params <= 2 * held + 4096 && tensors <= 2 * (uint64_t)m->n_entries + 8) return MLA_OK;
+    const mla_config *c = &m->cfg;
+    return mla_errorf(MLA_ERR_FORMAT,
+                      "%s: field num_hidden_layers: %d layers (hidden_size %d, vocab_size %d, n_routed_experts %d, "
+                      "intermediate_size %d, moe_intermediate_size %d) describe %llu%s parameters in %llu tensors, "
+                      "expected about what the safetensors files hold: %llu in %d tensors", cfg_path,
+                      c->num_hidden_layers, c->hidden_size, c->vocab_size, c->n_routed_experts, c->intermediate_size,
+                      c->moe_intermediate_size, (unsigned long long)params, params == UINT64_MAX ? "+" : "",
+                      (unsigned long long)tensors, (unsigned long long)held, m->n_entries);
+}
+
 /* Names, dtypes and shapes against the config; fp8 weights need their scales. */
 static mla_status check_tensors(mla_model *m, const char *cfg_path)
 {
@@ -436,8 +460,10 @@ static mla_status check_tensors(mla_model *m, const char *cfg_path)
                               m->files[s->file].path, sname, mla_tensor_shape_str(&s->t, got, sizeof got),
                               mla_tensor_shape_str(&w, want, sizeof want), (long long)B, (long long)B);
     }
+    mla_status st = check_size_against_files(m, cfg_path);
+    if (st) return st;
     name_list req;
-    mla_status st = model_required_names(c, &req);
+    st = model_required_names(c, &req);
     if (st) return st;
     for (int i = 0; i < req.n; i++)
         if (!model_find(m, req.v[i])) {
