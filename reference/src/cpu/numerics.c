@@ -17,8 +17,9 @@ void ref_numerics_resolve(const mla_config *cfg, const mla_run_opts *o, ref_nume
         .q_fp8 = want_q8 || (F & MLA_FAULT(MLA_FAULT_FP8_Q_SATURATION)) != 0,
         .q_fp8_type = (want_q8 && o->fp8_kind == MLA_FP8_FNUZ) ? MLA_E4M3FNUZ : MLA_E4M3FN,
         .q_fp8_scale = want_q8 ? (double)(float)o->q_scale : 1.0,
-        .p_tile_decode = o->attn_tc ? mla_attn_tc_tile(1, cfg->num_attention_heads) : 0,
-        .p_tile_prefill = o->attn_tc ? mla_attn_tc_tile(0, cfg->num_attention_heads) : 0,
+        /* tensor-core rounding of P belongs to the low-precision profiles; fp64 stays the exact oracle */
+        .p_tile_decode = low && o->attn_tc ? mla_attn_tc_tile(1, cfg->num_attention_heads) : 0,
+        .p_tile_prefill = low && o->attn_tc ? mla_attn_tc_tile(0, cfg->num_attention_heads) : 0,
     };
     *f = (ref_faults){
         .softmax_scale = (F & MLA_FAULT(MLA_FAULT_NO_MSCALE))
