@@ -38,10 +38,7 @@ static mla_status attn_part(double *o, double *lse, const double *q, const doubl
         ref_matmul_nt(q + i0 * dq, k, m, dq, kb, s);
         for (int64_t i = 0; i < m * kb; i++) s[i] *= scale;
         for (int64_t i = 0; i < m; i++) vis[i] = vis_base < 0 ? nk : vis_base + i0 + i + 1 + slack;
-        if (p_tile > 0)
-            ref_softmax_rows_tc(s, lse + i0, vis, m, kb, p_tile);
-        else
-            ref_softmax_rows(s, lse + i0, vis, m, kb);
+        ref_softmax_rows_tc(s, lse + i0, vis, m, kb, p_tile); /* p_tile 0: exact */
         ref_matmul_nn(s, v, m, kb, dv, o + i0 * dv);
     }
     free(s);
@@ -207,10 +204,8 @@ mla_status ref_attn_mqa(double *core, double *lse, double *q_abs, const double *
         ref_matmul_nt(qf + t * H * L, rows, H, L, S, s);
         for (int64_t i = 0; i < H * S; i++) s[i] *= f->softmax_scale;
         for (int64_t h = 0; h < H; h++) vis[h] = n_past + t + 1 + f->mask_slack;
-        if (nm->p_tile_decode > 0) /* one KV split: tiles from key 0 (NUMERICS.md) */
-            ref_softmax_rows_tc(s, lse + t * H, vis, H, S, nm->p_tile_decode);
-        else
-            ref_softmax_rows(s, lse + t * H, vis, H, S);
+        /* p_tile_decode 0: exact; else one KV split, tiles from key 0 (NUMERICS.md) */
+        ref_softmax_rows_tc(s, lse + t * H, vis, H, S, nm->p_tile_decode);
         for (int64_t h = 0; h < H; h++) lse[t * H + h] = ref_rnd32(nm, lse[t * H + h]);
         ref_matmul_nn(s, vc, H, S, C, ol);
         ref_rnd_vec(nm, ol, H * C);

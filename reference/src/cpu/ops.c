@@ -213,36 +213,15 @@ void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const dou
 
 /* Row-wise softmax of s[m,nk] in place over the first vis[i] entries (the rest get p = 0).
  * lse[i] = ln sum exp(s). */
-void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk)
-{
-    for (int64_t i = 0; i < m; i++) {
-        double *r = s + i * nk;
-        int64_t v = vis[i] < nk ? vis[i] : nk;
-        if (v <= 0) {
-            memset(r, 0, (size_t)nk * sizeof(double));
-            lse[i] = -INFINITY;
-            continue;
-        }
-        double mx = r[0];
-        for (int64_t j = 1; j < v; j++)
-            if (r[j] > mx) mx = r[j];
-        double sum = 0.0;
-        for (int64_t j = 0; j < v; j++) {
-            r[j] = exp(r[j] - mx);
-            sum += r[j];
-        }
-        for (int64_t j = 0; j < v; j++) r[j] /= sum;
-        for (int64_t j = v; j < nk; j++) r[j] = 0.0;
-        lse[i] = mx + log(sum);
-    }
-}
-
-/* The weights a tensor-core kernel applies (NUMERICS.md "tensor-core attention"): an online softmax
- * over tiles of `tile` keys from key 0, each probability rounded to bf16 relative to the running
- * maximum of the tiles so far, then carried to the final maximum; the denominator sums the unrounded
- * probabilities (as FlashAttention / FlashMLA keep the row sum in fp32). */
+/* tile > 0: the weights a tensor-core kernel applies (NUMERICS.md "tensor-core attention"): an online
+ * softmax over tiles of `tile` keys from key 0, each probability rounded to bf16 relative to the
+ * running maximum of the tiles so far, then carried to the final maximum; the denominator sums the
+ * unrounded probabilities (as FlashAttention / FlashMLA keep the row sum in fp32). tile <= 0: one
+ * tile and no rounding, the exact softmax (carry is exp(0) = 1, so the arithmetic is the plain one). */
 void ref_softmax_rows_tc(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk, int64_t tile)
 {
+    const int round = tile > 0;
+    if (!round) tile = nk > 0 ? nk : 1;
     for (int64_t i = 0; i < m; i++) {
         double *r = s + i * nk;
         int64_t v = vis[i] < nk ? vis[i] : nk;
@@ -263,13 +242,18 @@ void ref_softmax_rows_tc(double *s, double *lse, const int64_t *vis, int64_t m, 
             for (int64_t j = t0; j < t1; j++) {
                 double p = exp(r[j] - run);
                 sum += p * carry;
-                r[j] = mla_round_bf16(p) * carry;
+                r[j] = (round ? mla_round_bf16(p) : p) * carry;
             }
         }
         for (int64_t j = 0; j < v; j++) r[j] /= sum;
         for (int64_t j = v; j < nk; j++) r[j] = 0.0;
         lse[i] = mf + log(sum);
     }
+}
+
+void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk)
+{
+    ref_softmax_rows_tc(s, lse, vis, m, nk, 0);
 }
 
 void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm)

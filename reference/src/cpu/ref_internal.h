@@ -112,7 +112,8 @@ void ref_rmsnorm(double *y, int64_t ldy, const double *x, int64_t ldx, const dou
 /* Row-wise causal softmax of s[m,nk] in place: row i over its first vis[i] entries (the rest get p = 0;
  * vis[i] <= 0: all zero, lse -inf); lse[m] = ln sum exp(s). */
 void ref_softmax_rows(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk);
-/* As ref_softmax_rows with the P rounding of tensor-core kernels (tiles of `tile` keys from key 0). */
+/* As ref_softmax_rows with the P rounding of tensor-core kernels (tiles of `tile` keys from key 0;
+ * tile <= 0: exactly ref_softmax_rows). */
 void ref_softmax_rows_tc(double *s, double *lse, const int64_t *vis, int64_t m, int64_t nk, int64_t tile);
 /* In place RoPE of x[R] at position pos: pairs (2i, 2i+1), or (i, i + R/2) when halfsplit. */
 void ref_rope(double *x, int64_t pos, const ref_rope_table *rope, int halfsplit, const ref_numerics *nm);
