@@ -89,7 +89,8 @@ static void test_prompt_tokens(void **state)
                                      "text:p.txt,offset=40,len=20,bos=256 ; tokens:3,1,4\n"
                                      "engines = ref\nprofiles = fp64\nchecks = determinism\n",
                                      suite, &s), MLA_OK);
-    const mla_suite_prompt *rnd = &s->cases[0].prompts[0], *txt = &s->cases[0].prompts[1], *tok = &s->cases[0].prompts[2];
+    const mla_suite_prompt *rnd = &s->cases[0].prompts[0], *txt = &s->cases[0].prompts[1];
+    const mla_suite_prompt *tok = &s->cases[0].prompts[2];
     int32_t *t = NULL, *t0 = NULL;
     int n = 0, n0 = 0;
 
@@ -146,7 +147,8 @@ static void test_golden_why(void **state)
 {
     (void)state;
     char b[96];
-    assert_string_equal(mla_reseed_golden_why(3, b, sizeof b), "--reseed 3 changes the prompts the goldens were made from");
+    assert_string_equal(mla_reseed_golden_why(3, b, sizeof b),
+                        "--reseed 3 changes the prompts the goldens were made from");
 }
 
 int main(void)

@@ -131,7 +131,8 @@ void chk_golden(chk_ctx *c)
 {
     const mla_suite_case *cs = c->r->cs;
     if (strcmp(cs->against, "golden")) return;
-    int pre = mla_suite_case_has_path(cs, MLA_SUITE_PATH_PREFILL), dec = mla_suite_case_has_path(cs, MLA_SUITE_PATH_DECODE);
+    int pre = mla_suite_case_has_path(cs, MLA_SUITE_PATH_PREFILL);
+    int dec = mla_suite_case_has_path(cs, MLA_SUITE_PATH_DECODE);
     if (chk_golden_reseeded(c->r)) {
         char why[96];
         mla_reseed_golden_why(c->r->o->reseed, why, sizeof why);
