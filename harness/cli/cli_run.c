@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +122,9 @@ static int run_suite(mla_suite *s, mla_rules *rules, mla_runner_opts *ro, const 
     catch_signals(0);
     const char *note = mla_rep_note(rep);
     if (!quiet || tot.fail || interrupted) {
-        printf("mlacheck run: suite %s: %d passed, %d failed, %d skipped in %.1f s wall%s%s\n", s->name, tot.pass,
+        char k[32] = ""; /* a reseeded run names its K, which reproduces it */
+        if (ro->reseed) snprintf(k, sizeof k, " --reseed %u", ro->reseed);
+        printf("mlacheck run: suite %s%s: %d passed, %d failed, %d skipped in %.1f s wall%s%s\n", s->name, k, tot.pass,
                tot.fail, tot.skip, wall, interrupted ? "; " : "", interrupted ? why : "");
         if (fs == MLA_OK) printf("report: %s/index.html (summary.md, junit.xml, metrics.tsv)%s\n", out,
                                  interrupted ? "; marked INCOMPLETE" : "");
@@ -175,6 +178,13 @@ int cli_run(int argc, char **argv)
             if (cli_parse_int("run", "--kv-splits", optarg, 0, 1 << 16, &ro.kv_splits))
                 return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
             break;
+        case 'S': {
+            int k;
+            if (cli_parse_int("run", "--reseed", optarg, 0, INT_MAX, &k))
+                return cli_exit_git_bisect(CLI_EXIT_USAGE, git_bisect);
+            ro.reseed = (unsigned)k;
+            break;
+        }
         case 'b': git_bisect = 1; break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;

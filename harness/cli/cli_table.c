@@ -21,6 +21,9 @@ static const cli_opt run_opts[] = {
     {"results", 'r', 0, CLI_DIR, "DIR", "write the results folder under DIR (default results/)"},
     {"golden", 'g', 0, CLI_DIR, "DIR", "the golden files (default golden/)"},
     {"kv-splits", 'K', 0, CLI_INT, "N", "KV split count passed to the engines (default 0: the engine's own)"},
+    {"reseed", 'S', 0, CLI_INT, "K",
+     "another valid workload: random prompts, text windows and staggered arrivals drawn from K (the models and "
+     "explicit prompts stay; golden checks skip); default 0: the suite as written"},
     {"git-bisect", 'b', 0, CLI_FLAG, NULL, "exit 0 pass, 1 fail, 125 anything else, for git bisect run"},
     QUIET_VERBOSE,
     END};

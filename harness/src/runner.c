@@ -8,6 +8,7 @@
 #include "mla_core/rng.h"
 #include "mlacheck/journal.h"
 #include "mlacheck/progress.h"
+#include "mlacheck/reseed.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,8 +19,17 @@
 
 /* ---------- prompts and golden names ---------- */
 
-/* text: the bytes [offset, offset+len) of a file as token ids, after the BOS token when given. */
-static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int vocab, int32_t **tokens, int *n)
+/* Bytes in an open file; -1 when it cannot be told (a pipe). */
+static long file_size(FILE *f)
+{
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    return fseek(f, 0, SEEK_SET) == 0 ? n : -1;
+}
+
+/* text: the bytes [offset, offset+len) of a file as token ids, after the BOS token when given; under
+ * --reseed K another window of the same span inside the same file (mla_reseed_offset). */
+static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int vocab, unsigned reseed,
+                              int32_t **tokens, int *n)
 {
     int nb = p->len - (p->bos >= 0);
     if (vocab < 256 || p->bos >= vocab)
@@ -27,10 +37,11 @@ static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int v
                           path, p->bos, vocab);
     FILE *f = fopen(path, "rb");
     if (!f) return mla_errorf(MLA_ERR_IO, "text prompt file %s: %s", path, strerror(errno));
+    long offset = reseed ? mla_reseed_offset(p->offset, nb, file_size(f), reseed) : p->offset;
     unsigned char *b = malloc((size_t)nb);
     int32_t *t = malloc((size_t)p->len * sizeof(int32_t));
     size_t got = 0;
-    if (b && t && fseek(f, p->offset, SEEK_SET) == 0) got = fread(b, 1, (size_t)nb, f);
+    if (b && t && fseek(f, offset, SEEK_SET) == 0) got = fread(b, 1, (size_t)nb, f);
     fclose(f);
     if (!b || !t) {
         free(b);
@@ -41,7 +52,7 @@ static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int v
         free(b);
         free(t);
         return mla_errorf(MLA_ERR_FORMAT, "text prompt file %s: offset %ld + len %d: expected that many bytes, "
-                          "the file has %zu from there", path, p->offset, nb, got);
+                          "the file has %zu from there", path, offset, nb, got);
     }
     int k = 0;
     if (p->bos >= 0) t[k++] = p->bos;
@@ -52,7 +63,7 @@ static mla_status text_tokens(const mla_suite_prompt *p, const char *path, int v
     return MLA_OK;
 }
 
-mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab,
+mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab, unsigned reseed,
                                     int32_t **tokens, int *n)
 {
     *tokens = NULL;
@@ -60,7 +71,7 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
     if (p->kind == MLA_PROMPT_RANDOM) {
         int32_t *t = malloc((size_t)(p->len + 1) * sizeof(int32_t));
         if (!t) return mla_errorf(MLA_ERR_NOMEM, "prompt");
-        uint64_t s = p->seed;
+        uint64_t s = mla_reseed_seed(p->seed, reseed);
         for (int i = 0; i < p->len; i++) t[i] = (int32_t)mla_rng_below(&s, (uint64_t)vocab);
         *tokens = t;
         *n = p->len;
@@ -88,7 +99,7 @@ mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite
         snprintf(path, sizeof path, "%.*s/%s", (int)(slash - suite_origin), suite_origin, p->file);
     else
         snprintf(path, sizeof path, "%s", p->file);
-    if (p->kind == MLA_PROMPT_TEXT) return text_tokens(p, path, vocab, tokens, n);
+    if (p->kind == MLA_PROMPT_TEXT) return text_tokens(p, path, vocab, reseed, tokens, n);
     /* file: whitespace separated ids */
     FILE *f = fopen(path, "r");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: prompt file %s: %s", suite_origin, path, strerror(errno));
@@ -183,6 +194,12 @@ static int row_runs(const chk_run *r, const chk_row *row, const char *engine)
     return mla_runner_selected(r->o->select, r->o->n_select, r->cs->name, name, r->profile);
 }
 
+/* The drives a row needs: none for the golden check under --reseed, which only records skips. */
+static unsigned row_needs(const chk_run *r, const chk_row *row)
+{
+    return row->check == MLA_CHECK_GOLDEN && chk_golden_reseeded(r) ? 0 : row->needs;
+}
+
 /* The check calls planned for a (case, profile): each selected check on each group and engine. */
 static int64_t unit_work(chk_run *r, const mla_suite_case *cs, const char *profile)
 {
@@ -231,7 +248,7 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
     }
     unsigned needs = 0;
     for (int k = 0; k < MLA_CHECK_COUNT; k++)
-        if (row_runs(r, &chk_table[k], engine)) needs |= chk_table[k].needs;
+        if (row_runs(r, &chk_table[k], engine)) needs |= row_needs(r, &chk_table[k]);
     mla_progress *pg = r->o->progress_to;
     chk_name(c.check, sizeof c.check, "run", engine);
     mla_progress_enter(pg, c.check);
@@ -240,7 +257,7 @@ static void run_engine(chk_run *r, mla_profile prof, const char *engine, const c
     for (int k = 0; k < MLA_CHECK_COUNT; k++) {
         const chk_row *row = &chk_table[k];
         if (!row_runs(r, row, engine)) continue;
-        if (row->needs && !driven) continue;
+        if (row_needs(r, row) && !driven) continue;
         chk_name(c.check, sizeof c.check, row->name, engine);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -274,7 +291,8 @@ static mla_status groups_build(chk_run *r, int vocab, chk_group **out, int *n_ou
             if (!nt || !nl) return mla_errorf(MLA_ERR_NOMEM, "runner: a group of %d prompts", cap);
             g->cap = cap;
         }
-        mla_status st = mla_runner_prompt_tokens(&cs->prompts[p], r->suite->origin, vocab, &g->tok[g->n], &g->len[g->n]);
+        mla_status st = mla_runner_prompt_tokens(&cs->prompts[p], r->suite->origin, vocab, r->o->reseed, &g->tok[g->n],
+                                                 &g->len[g->n]);
         if (st) return st;
         g->n++;
     }
@@ -350,6 +368,11 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
     mla_progress *pg = o->progress_to;
     chk_run r;
     chk_run_init(&r, s, rules, o, rep, tot);
+    if (rep) { /* provenance: a reseeded run's failure is reproduced with the same K */
+        char k[16];
+        snprintf(k, sizeof k, "%u", o->reseed);
+        mla_rep_add_prop(rep, "reseed", k);
+    }
     int64_t total_work = 0;
     for (int c = 0; c < s->n_cases; c++)
         for (int pi = 0; pi < s->cases[c].n_profiles; pi++)

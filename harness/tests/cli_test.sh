@@ -456,6 +456,77 @@ progress)
     [ ! -s "$TMP/out" ] || fail "--quiet printed: $(cat "$TMP/out")"
     MLACHECK_HEARTBEAT_S=abc expect_code 2 "$MLA" run --suite smoke --results "$TMP/r"
     ;;
+reseed)
+    # run --reseed K: another valid workload under the same limits. A small suite of random and text
+    # prompts (and a staggered batch) passes under K = 3 with other prompts (other metrics than K = 0),
+    # the same K twice is the same run, and K is in the summary line and the provenance (the
+    # same checks and paths; which rows they compare, and over how many elements, depends on the
+    # tokens: K = 3 has one q_absorbed row fewer and other final_norm counts here)
+    for i in $(seq 1 40); do printf 'line %02d of the held-out text, bytes to draw windows from.\n' "$i"; done >"$TMP/t.txt"
+    cat >"$TMP/r.suite" <<'SUITE'
+[suite]
+description = reseed: random and text prompts, a staggered batch
+[defaults]
+model    = tiny-v3
+engines  = ref
+profiles = bf16
+[case single]
+prompts     = random:len=9,seed=5 ; text:t.txt,offset=0,len=12,bos=256
+paths       = prefill, decode
+prefill_len = 4
+checks      = decode-vs-prefill, determinism
+[case staggered]
+prompts  = random:len=30,seed=1 ; random:len=25,seed=2
+batch    = 2
+schedule = staggered
+chunk    = 3
+paths    = prefill, chunked
+checks   = batch-invariance, chunked-vs-whole
+SUITE
+    expect_code 0 "$MLA" run --suite "$TMP/r.suite" --results "$TMP/k0"
+    expect_code 0 "$MLA" run --suite "$TMP/r.suite" --reseed 3 --results "$TMP/k3"
+    grep -q "^mlacheck run: suite r --reseed 3: [0-9]* passed, 0 failed" "$TMP/out" || fail "no --reseed 3 in the summary line: $(cat "$TMP/out")"
+    expect_code 0 "$MLA" run --suite "$TMP/r.suite" --reseed 3 --results "$TMP/k3b"
+    m0=$(ls "$TMP"/k0/*/metrics.tsv) m3=$(ls "$TMP"/k3/*/metrics.tsv) m3b=$(ls "$TMP"/k3b/*/metrics.tsv)
+    cmp -s "$m0" "$m3" && fail "--reseed 3 gave the metrics of the suite as written: the prompts did not change"
+    cmp -s "$m3" "$m3b" || fail "--reseed 3 twice gave different metrics: a reseeded failure could not be reproduced"
+    for c in single staggered; do
+        cut -f1-4 "$m0" | grep "^$c	" | sort -u >"$TMP/a"; cut -f1-4 "$m3" | grep "^$c	" | sort -u >"$TMP/b"
+        [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" || fail "case $c: K = 3 ran other checks or paths"
+        awk -F'\t' -v c=$c '$1 == c {print $9, $13}' "$m0" >"$TMP/a"; awk -F'\t' -v c=$c '$1 == c {print $9, $13}' "$m3" >"$TMP/b"
+        cmp -s "$TMP/a" "$TMP/b" && fail "case $c: the same errors under K = 3: its prompts did not change"
+    done
+    grep -q '"reseed": "3"' "$(ls "$TMP"/k3/*/summary.json)" || fail "summary.json provenance has no reseed 3"
+    grep -q '| reseed | 3 |' "$(ls "$TMP"/k3/*/summary.md)" || fail "summary.md provenance has no reseed 3"
+    grep -q '<property name="reseed" value="3"/>' "$(ls "$TMP"/k3/*/junit.xml)" || fail "junit.xml has no reseed property"
+    grep -q '"reseed": "0"' "$(ls "$TMP"/k0/*/summary.json)" || fail "summary.json provenance has no reseed 0"
+    # golden checks compare against dumps of the suite's own prompts: under K a skip with the reason,
+    # never a pass; a run of golden checks only is all skips (77, as any run with nothing checked)
+    expect_code 0 "$MLA" run --suite smoke --reseed 3 --results "$TMP/g"
+    python3 - "$(ls "$TMP"/g/*/summary.json)" <<'PY' || fail "golden checks under --reseed 3 are not skips with the reason"
+import json, sys
+checks = json.load(open(sys.argv[1]))["checks"]
+golden = [c for c in checks if c["check"] == "golden"]
+assert golden, "no golden verdicts"
+for c in golden:
+    assert c["verdict"] == "skip", c
+    assert c["message"] == "--reseed 3 changes the prompts the goldens were made from", c
+assert any(c["verdict"] == "pass" for c in checks), "the other checks did not run"
+PY
+    expect_code 77 "$MLA" run --suite smoke --case tiny-v2-lite-prefill --reseed 3 --results "$TMP/g"
+    grep -q "0 passed, 0 failed, 1 skipped" "$TMP/out" || fail "golden-only case under --reseed: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --suite smoke --reseed -1 --results "$TMP/g"
+    grep -q -- "--reseed '-1': expected an integer" "$TMP/out" || fail "bad --reseed not named: $(cat "$TMP/out")"
+    expect_code 2 "$MLA" run --suite smoke --reseed x --results "$TMP/g"
+    ;;
+reseed-zero)
+    # --reseed 0 is the suite as written, bit for bit: the ci suite's metrics.tsv is the same file
+    expect_code 0 "$MLA" run --suite ci --quiet --results "$TMP/a"
+    expect_code 0 "$MLA" run --suite ci --quiet --reseed 0 --results "$TMP/b"
+    a=$(ls "$TMP"/a/*/metrics.tsv) b=$(ls "$TMP"/b/*/metrics.tsv)
+    echo "ci metrics.tsv: $(wc -l <"$a") lines without --reseed, $(wc -l <"$b") with --reseed 0"
+    cmp "$a" "$b" || fail "--reseed 0 changed the ci suite's metrics"
+    ;;
 *)
     fail "unknown test $NAME"
     ;;

@@ -27,6 +27,7 @@ typedef struct mla_runner_opts {
     int n_select;
     struct mla_jnl *journal;  /* non-NULL: each finished case/profile unit is synced to it (journal.h) */
     volatile sig_atomic_t *stop; /* non-NULL and set (a signal handler): stop after the unit that is running */
+    unsigned reseed;          /* --reseed K (reseed.h): 0 = the suite's prompts and arrivals as written */
 } mla_runner_opts;
 
 /* 1 when the check of (case, profile) is selected: no patterns, or one matches. A pattern with a '/'
@@ -67,9 +68,10 @@ mla_status mla_runner_run(const mla_suite *s, const mla_rules *rules, const mla_
 
 void mla_runner_totals_free(mla_runner_totals *totals);
 
-/* Tokens of a suite prompt for a vocabulary (random prompts are drawn from their seed).
+/* Tokens of a suite prompt for a vocabulary (random prompts are drawn from their seed), under
+ * --reseed K (reseed.h: random and text prompts move, tokens: and file: stay; 0 = as written).
  * Caller frees *tokens. */
-mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab,
+mla_status mla_runner_prompt_tokens(const mla_suite_prompt *p, const char *suite_origin, int vocab, unsigned reseed,
                                     int32_t **tokens, int *n);
 
 /* golden/<model>/<profile>/<path>-<len>-<fnv8>.h5 for one sequence. */

@@ -154,7 +154,8 @@ void chk_compare_group(chk_run *r, const char *check, const char *path, mla_dump
                        int n, int bitwise);
 
 /* ---- paths.c, invariance.c: the staggered schedule (suite key schedule) ---- */
-/* The group's staggered drive options: the case's chunk as the base chunk, its seed as the schedule's. */
+/* The group's staggered drive options: the case's chunk as the base chunk, its seed (under --reseed K
+ * mixed with K, mla_reseed_seed) as the schedule's. */
 mla_drive_opts chk_staggered_opts(const chk_ctx *c);
 /* Views of the group's prefill dumps (c->pre) with q_absorbed borrowed from the absorbed prefill
  * (absorbed_only; the naive form makes none), so a path's q_absorbed has a whole-prefill side; free
@@ -165,6 +166,12 @@ void chk_whole_views_free(mla_dump **v, int n);
 /* ---- cross.c ---- */
 /* The engine cross-engine compares against: the case's `against` when it names an engine, else ref. */
 const char *chk_cross_base(const mla_suite_case *cs);
+
+/* ---- golden.c ---- */
+/* 1 when the golden check only records skips: under --reseed K (mla_runner_opts.reseed) the prompts
+ * are not the ones the goldens were made from, and a golden of other tokens is neither a pass nor a
+ * fail. The runner drives nothing for it then. */
+int chk_golden_reseeded(const chk_run *r);
 
 /* ---- verdict.c: verdicts and failing inputs ---- */
 void chk_verdict_note(chk_run *r, const char *check, const char *path, const mla_dcmp_result *res, const char *extra);

@@ -2,6 +2,8 @@
  * sequences of a batch (batch-invariance), and the number of KV splits (split-invariance). */
 #include "checks.h"
 
+#include "mlacheck/reseed.h"
+
 #include <stdlib.h>
 
 /* The same drive a second time on the same (reset) engine: never served from the drive cache. */
@@ -64,7 +66,7 @@ mla_drive_opts chk_staggered_opts(const chk_ctx *c)
     mla_drive_opts d = c->dp;
     d.path = MLA_PATH_STAGGERED;
     d.chunk = c->dc.chunk;
-    d.sched_seed = (int)c->r->cs->seed;
+    d.sched_seed = (int)mla_reseed_seed(c->r->cs->seed, c->r->o->reseed); /* --reseed K: other arrivals */
     return d;
 }
 
