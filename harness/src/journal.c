@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct mla_jnl {
     char dir[4200];
     int fd_rows, fd_lines;
     size_t rows_done, checks_done, kl_done; /* what of rep the journal holds */
+    uint64_t props_hash;                    /* of the provenance last written (0: none yet) */
     int units_total, units_done;
     double t0;
     mla_status err; /* sticky: the first write that failed */
@@ -174,6 +176,29 @@ mla_status mla_jnl_set_units(mla_jnl *j, int units)
     return put_line(j, json_pack("{s:i}", "units", units));
 }
 
+/* FNV-1a of a string and its terminator, continuing h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    do h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    while (*s++);
+    return h;
+}
+
+/* The provenance (engine, model, device, reseed, ... as the run adds them) as one line whenever it
+ * changed, so a rebuilt report names what the run ran on. */
+static mla_status put_props(mla_jnl *j)
+{
+    const mla_rep_run *r = j->rep;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < r->n_props; i++) h = fnv(fnv(h, r->props[i].key), r->props[i].value);
+    if (!r->n_props || h == j->props_hash) return MLA_OK;
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < r->n_props; i++) json_object_set_new(o, r->props[i].key, json_string(r->props[i].value));
+    mla_status st = put_line(j, json_pack("{s:o}", "props", o));
+    if (!st) j->props_hash = h;
+    return st;
+}
+
 mla_status mla_jnl_sync(mla_jnl *j, int units_done)
 {
     if (j->err) return j->err;
@@ -197,6 +222,7 @@ mla_status mla_jnl_sync(mla_jnl *j, int units_done)
         double k = r->kl[j->kl_done];
         st = put_line(j, json_pack("{s:o}", "kl", isfinite(k) ? json_real(k) : json_null()));
     }
+    if (!st) st = put_props(j);
     if (st) return st;
     j->units_done = units_done;
     return put_line(j, json_pack("{s:i,s:f}", "done", units_done, "wall", now_s() - j->t0));
@@ -333,6 +359,10 @@ mla_status mla_jnl_rebuild(const char *dir_in, char *msg, size_t n)
             st = mla_rep_check_from_json(r, v, path, lineno);
         } else if ((v = json_object_get(o, "kl"))) {
             st = mla_rep_add_kl(r, json_is_number(v) ? json_number_value(v) : NAN);
+        } else if ((v = json_object_get(o, "props")) && json_is_object(v)) {
+            const char *key;
+            json_t *pv;
+            json_object_foreach(v, key, pv) if (!st && json_is_string(pv)) st = mla_rep_add_prop(r, key, json_string_value(pv));
         } else if ((v = json_object_get(o, "units"))) {
             units = (int)json_integer_value(v);
         } else if ((v = json_object_get(o, "done"))) {

@@ -74,7 +74,11 @@ grep -q "\"checks\": $n," "$d/summary.json" || fail "rebuild: summary.json does 
 grep -q '"incomplete": "the run stopped after [0-9]* of [0-9]* case/profile units' "$d/summary.json" || fail "rebuild: not marked as stopped"
 for f in summary.md junit.xml index.html metrics.tsv; do [ -s "$d/$f" ] || fail "rebuild: no $f"; done
 [ -f "$d/INCOMPLETE" ] || fail "rebuild: the INCOMPLETE marker was removed"
-echo "kill -9: report rebuilt with $n checks"
+# the provenance the run added (engine, model, reseed) survives: it is journaled with the checks
+for p in '"engine": "ref"' '"model": "tiny-v3' '"reseed": "0"'; do
+    grep -q "$p" "$d/summary.json" || fail "rebuild: provenance $p lost"
+done
+echo "kill -9: report rebuilt with $n checks and the run's provenance"
 # a crash mid-write leaves a torn last line in either file: it is dropped, the rest rebuilt
 printf 'tiny-v3-golden\tgolden\tfp' >>"$d/journal.tsv"
 printf '{"check":{"case":"tiny' >>"$d/journal.jsonl"
