@@ -11,7 +11,11 @@
  *   -DMISBEHAVE_SILENT returns MLA_ERR_DEVICE from forward_mha without a message (was printed as
  *                      "first error: device error: " and nothing after it)
  *   -DATTN_ONLY        the same in the attention operator's mha of an attention-only plugin (the
- *                      hybrid engine: the reference calls the operator from inside its forward) */
+ *                      hybrid engine: the reference calls the operator from inside its forward; and
+ *                      `mlacheck ops`, whose case mha-k2-h32-p128-fp8ds-small-bb has 39 query rows)
+ *   -DIN_REGISTER      misbehaves in the register function instead (mla_plugin_register, or
+ *                      mla_attn_plugin_register with ATTN_ONLY), before any engine exists
+ *   -DIN_CONSTRUCTOR   misbehaves in a constructor of the library, inside dlopen */
 #include "mla/attn_op.h"
 #include "mla/plugin.h"
 #include "mla_ref/ref.h"
@@ -34,7 +38,9 @@ __attribute__((no_sanitize("address", "undefined")))
 static void misbehave(void)
 {
 #if defined(MISBEHAVE_SEGV)
-    volatile int *p = NULL;
+    /* the pointer itself volatile: with a known NULL gcc may treat the store as unreachable and drop
+     * the function that makes it (it dropped the constructor of -DIN_CONSTRUCTOR) */
+    volatile int *volatile p = NULL;
     *p = 1;
 #elif defined(MISBEHAVE_ABORT)
     abort();
@@ -46,6 +52,16 @@ static void misbehave(void)
 #error "define one of MISBEHAVE_SEGV, MISBEHAVE_ABORT, MISBEHAVE_EXIT, MISBEHAVE_HANG, MISBEHAVE_SILENT"
 #endif
 }
+
+#ifdef IN_CONSTRUCTOR
+__attribute__((constructor)) static void misbehave_on_load(void) { misbehave(); }
+#endif
+
+#ifdef IN_REGISTER
+#define MISBEHAVE_IN_REGISTER() misbehave()
+#else
+#define MISBEHAVE_IN_REGISTER() ((void)0)
+#endif
 
 #ifndef ATTN_ONLY
 static mla_backend_ops ops;
@@ -66,6 +82,7 @@ static mla_status bad_forward_mha(void *ctx, const mla_batch *b)
 
 MLA_PLUGIN_EXPORT const mla_backend_ops *mla_plugin_register(uint32_t host_abi_version)
 {
+    MISBEHAVE_IN_REGISTER();
     if (host_abi_version != MLA_BACKEND_ABI_VERSION) return NULL;
     ops = *mla_ref_backend();
     ops.name = "misbehaving";
@@ -92,6 +109,7 @@ static const mla_attn_ops attn_ops = {
 
 MLA_PLUGIN_EXPORT const mla_attn_ops *mla_attn_plugin_register(uint32_t host_attn_abi_version)
 {
+    MISBEHAVE_IN_REGISTER();
     return host_attn_abi_version == MLA_ATTN_ABI_VERSION ? &attn_ops : NULL;
 }
 #endif
