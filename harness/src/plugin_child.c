@@ -263,9 +263,10 @@ static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload,
         if (!msg[0]) /* "first error: device error: " and nothing after it told no one anything */
             return mla_errorf((mla_status)r.status, "engine %s: %s returned '%s' and set no message", c->p.name,
                               pc_entry[op], mla_strerror((mla_status)r.status));
+        if (r.has_tensor == 2) /* a tensor the child refused: the message is the child's, the engine ours */
+            return mla_errorf((mla_status)r.status, "engine %s: %s", c->p.name, msg);
         return mla_errorf((mla_status)r.status, "%s", msg);
     }
-    if (r.has_tensor == 2) return mla_errorf(MLA_ERR_DEVICE, "engine %s: %s", c->p.name, msg);
     if (out) *out = t;
     else mla_tensor_free(t);
     return MLA_OK;
