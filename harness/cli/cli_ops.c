@@ -5,7 +5,9 @@
  * per case) under DIR (default: the project's results/).
  * `mlacheck ops --export DIR [--suite S] [--format F] [--filter X]` writes the cases' inputs as HDF5
  * instead, and `mlacheck ops --judge DIR [--rules FILE] [--format F] [--filter X]` judges the outputs
- * a kernel wrote there (harness/python/README.md), with the same lines and exit codes. */
+ * a kernel wrote there (harness/python/README.md), with the same lines and exit codes.
+ * A plugin operator runs in a child process (mla_opcheck_engine_open): one that crashes, exits or
+ * hangs is that case's ERROR, and a run whose every failure is such an engine error exits 3. */
 #include "cli.h"
 
 #include "mlacheck/opcheck.h"
