@@ -13,12 +13,10 @@
 #include "mla_ref/ref.h"
 #include "mlacheck/engine_registry.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 typedef enum { PC_CREATE, PC_SUPPORTS, PC_LOAD, PC_RESET, PC_MHA, PC_MQA, PC_TAP, PC_KV, PC_DESTROY } pc_op;
