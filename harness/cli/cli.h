@@ -122,6 +122,11 @@ int cli_exit_for_counts(mla_status st, int n_failed, int n_skipped, int n_cases)
  * nothing passed -> 77. */
 struct mla_runner_totals;
 int cli_exit_for_run(mla_status st, const struct mla_runner_totals *t);
+/* Exit code of `mlacheck ops`: the status, then the cases: every failed case an error -> 3 when the
+ * first error is the engine's (its process crashed, exited or hung: MLA_ERR_DEVICE; out of memory),
+ * else 2; otherwise as cli_exit_for_counts. */
+struct mla_opcheck_summary;
+int cli_exit_for_ops(mla_status st, const struct mla_opcheck_summary *s);
 /* Exit code of `mlacheck golden`: any error -> 3. */
 int cli_exit_for_golden(mla_status st, const struct mla_runner_totals *t);
 /* Under --git-bisect: pass -> 0, fail -> 1, anything else -> 125 (git bisect skip). */

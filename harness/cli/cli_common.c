@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "mla/backend.h"
+#include "mlacheck/opcheck.h"
 #include "mlacheck/progress.h"
 #include "mlacheck/runner.h"
 
@@ -49,6 +50,18 @@ int cli_exit_for_run(mla_status st, const mla_runner_totals *t)
     }
     if (t->fail) return CLI_EXIT_FAIL;
     return t->pass == 0 ? CLI_EXIT_SKIP : CLI_EXIT_PASS;
+}
+
+int cli_exit_for_ops(mla_status st, const mla_opcheck_summary *s)
+{
+    if (st) return cli_exit_for(st);
+    if (s->n_error && !s->n_fail) {
+        /* every failure an error, as cli_exit_for_run: the engine's (3) when its process died, hung
+         * or it reported a device error or ran out of memory, else bad input (2) */
+        mla_status e = s->first_error_status;
+        return e == MLA_ERR_DEVICE || e == MLA_ERR_NOMEM || e == MLA_ERR_NONFINITE ? CLI_EXIT_ENGINE : CLI_EXIT_USAGE;
+    }
+    return cli_exit_for_counts(MLA_OK, s->n_fail + s->n_error, s->n_skip, s->n_cases);
 }
 
 int cli_exit_for_golden(mla_status st, const mla_runner_totals *t)

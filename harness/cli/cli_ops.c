@@ -5,7 +5,9 @@
  * per case) under DIR (default: the project's results/).
  * `mlacheck ops --export DIR [--suite S] [--format F] [--filter X]` writes the cases' inputs as HDF5
  * instead, and `mlacheck ops --judge DIR [--rules FILE] [--format F] [--filter X]` judges the outputs
- * a kernel wrote there (harness/python/README.md), with the same lines and exit codes. */
+ * a kernel wrote there (harness/python/README.md), with the same lines and exit codes.
+ * A plugin operator runs in a child process (mla_opcheck_engine_open): one that crashes, exits or
+ * hangs is that case's ERROR, and a run whose every failure is such an engine error exits 3. */
 #include "cli.h"
 
 #include "mlacheck/opcheck.h"
@@ -109,7 +111,7 @@ int cli_ops(int argc, char **argv)
         return cli_exit_for(st);
     }
     double t0 = now_s();
-    const mla_attn_ops *ops;
+    mla_opcheck_engine *eng = NULL;
     mla_rules *rules = NULL;
     mla_opcheck_summary s = {0};
     char judged[64] = "", rd[4096], sha[64];
@@ -117,13 +119,13 @@ int cli_ops(int argc, char **argv)
     o.user = &x;
     /* the suite of an export is known before judging: the report is named after it */
     mla_status st = judge_dir ? mla_opcheck_export_suite(judge_dir, judged, sizeof judged)
-                              : mla_opcheck_open(engine, &ops);
+                              : mla_opcheck_engine_open(engine, &eng);
     if (judge_dir) suite = judged;
     if (!st && rules_path && !(st = mla_rules_load(rules_path, &rules))) o.rules = rules;
     if (!st) st = mla_rep_new(results ? results : cli_dir("results", rd, sizeof rd), suite, &x.rep);
     if (!st) {
         mla_rep_set_git_sha(x.rep, cli_git_sha(sha, sizeof sha));
-        st = judge_dir ? mla_opcheck_judge_dir(judge_dir, &o, &s) : mla_opcheck_run_suite(suite, ops, &o, &s, NULL);
+        st = judge_dir ? mla_opcheck_judge_dir(judge_dir, &o, &s) : mla_opcheck_run_engine(suite, eng, &o, &s, NULL);
     }
     if (st) fprintf(stderr, "mlacheck ops: %s: %s\n", mla_strerror(st), mla_last_error());
     printf("%s: %d cases, %d passed, %d failed, %d errors, %d skipped%s%s\n", judge_dir ? judge_dir : suite, s.n_cases,
@@ -139,5 +141,6 @@ int cli_ops(int argc, char **argv)
     }
     mla_rep_free(x.rep);
     mla_rules_free(rules);
-    return cli_exit_for_counts(st ? st : fs, s.n_fail + s.n_error, s.n_skip, s.n_cases);
+    mla_opcheck_engine_close(eng);
+    return cli_exit_for_ops(st ? st : fs, &s);
 }

@@ -3,9 +3,10 @@
 # crashes, aborts, exits or hangs in forward_mha over the first case's 7-token prompt; the run must
 # end with exit 3 (an engine error), name the entry point and the signal or exit status, and still
 # run and pass the later case (a 5-token prompt), with both in the report.
-# usage: misbehave.sh MLACHECK KIND LIB EXPECT   (KIND names the run; EXPECT: a grep -E pattern)
+# usage: misbehave.sh MLACHECK KIND LIB EXPECT [ENTRY]   (KIND names the run; EXPECT: a grep -E
+# pattern; ENTRY what the message names before it, default forward_mha)
 set -u
-MLA="$1" KIND="$2" LIB="$3" EXPECT="$4"
+MLA="$1" KIND="$2" LIB="$3" EXPECT="$4" ENTRY="${5:-forward_mha}"
 SRC=$(pwd)
 T=$(mktemp -d /tmp/mlacheck-misbehave-XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -41,9 +42,9 @@ took=$(( $(date +%s) - start ))
 cat "$T/out"
 fail() { echo "FAIL ($KIND): $*"; exit 1; }
 [ $rc -eq 3 ] || fail "exit $rc, expected 3 (an engine error)"
-grep -Eq "plugin .*: forward_mha $EXPECT" "$T/out" || fail "no message naming forward_mha and '$EXPECT'"
+grep -Eq "plugin .*: $ENTRY $EXPECT" "$T/out" || fail "no message naming $ENTRY and '$EXPECT'"
 md=$(ls "$T"/r/*/summary.md) || fail "no report"
 grep -q '| misbehaves-first | run@plugin | fp64 | prefill | \*\*FAIL\*\* |' "$md" || fail "the misbehaving case is not a failed check in the report"
 grep -q '| runs-later | determinism@plugin | fp64 | prefill | pass |' "$md" || fail "the later case did not run and pass"
 [ ! -f "$(dirname "$md")/INCOMPLETE" ] || fail "the run folder is marked incomplete"
-echo "PASS ($KIND): exit 3, forward_mha named, the later case passed, ${took} s"
+echo "PASS ($KIND): exit 3, $ENTRY named, the later case passed, ${took} s"

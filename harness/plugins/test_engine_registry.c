@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mla_ref/ref.h"
@@ -28,7 +29,8 @@ static int is_loaded(const char *path)
     return 1;
 }
 
-/* Five open/close rounds, as five drives of a check: one handle, one reference. */
+/* Five open/close rounds in this process (MLA_PLUGIN_CHILD=0, as under a debugger), as five drives
+ * of a check: one handle, one reference. */
 static void test_reopen_reuses_the_handle(void **state)
 {
     (void)state;
@@ -37,6 +39,7 @@ static void test_reopen_reuses_the_handle(void **state)
     mla_run_opts o;
     mla_run_opts_default(&o);
     assert_false(is_loaded(MLA_REF_PLUGIN));
+    setenv("MLA_PLUGIN_CHILD", "0", 1);
     const mla_backend_ops *first = NULL;
     for (int k = 0; k < 5; k++) {
         mla_engine e;
@@ -45,6 +48,7 @@ static void test_reopen_reuses_the_handle(void **state)
         assert_ptr_equal(e.ops, first);
         mla_engine_close(&e);
     }
+    unsetenv("MLA_PLUGIN_CHILD");
     /* the same library as an attention operator: the same handle again */
     const mla_attn_ops *ops = NULL;
     assert_int_equal(mla_opcheck_open(ENGINE(MLA_REF_PLUGIN), &ops), MLA_OK);
@@ -52,6 +56,35 @@ static void test_reopen_reuses_the_handle(void **state)
     assert_int_equal(mla_registry_libraries(), 1); /* six opens, one dlopen */
     mla_registry_close_all();
     assert_false(is_loaded(MLA_REF_PLUGIN)); /* a second dlopen anywhere would keep it mapped */
+    mla_model_free(m);
+}
+
+/* By default an engine loads its plugin in its child process (plugin_child.h), never in this one:
+ * a constructor or register function that crashes cannot take the caller down. */
+static void test_child_loads_it_there(void **state)
+{
+    (void)state;
+    mla_model *m = NULL;
+    assert_int_equal(mla_model_open("tiny-v3", &m), MLA_OK);
+    mla_run_opts o;
+    mla_run_opts_default(&o);
+    for (int k = 0; k < 2; k++) {
+        mla_engine e;
+        if (mla_engine_open(ENGINE(MLA_REF_PLUGIN), m, &o, &e)) fail_msg("open %d: %s", k, mla_last_error());
+        assert_false(is_loaded(MLA_REF_PLUGIN));
+        mla_engine_close(&e);
+    }
+    mla_opcheck_engine *oe = NULL;
+    if (mla_opcheck_engine_open(ENGINE(MLA_ATTN_ONLY_PLUGIN), &oe)) fail_msg("ops open: %s", mla_last_error());
+    assert_false(is_loaded(MLA_ATTN_ONLY_PLUGIN));
+    mla_opcheck_engine_close(oe);
+    assert_int_equal(mla_registry_libraries(), 0);
+    /* a refusal in the child keeps its status and message */
+    mla_engine e;
+    assert_int_equal(mla_engine_open(ENGINE(MLA_MISMATCH_PLUGIN), m, &o, &e), MLA_ERR_VERSION);
+    assert_non_null(strstr(mla_last_error(), MLA_MISMATCH_PLUGIN));
+    assert_int_equal(mla_opcheck_engine_open(ENGINE(MLA_ATTN_ONLY_MISMATCH_PLUGIN), &oe), MLA_ERR_VERSION);
+    assert_null(oe);
     mla_model_free(m);
 }
 
@@ -152,7 +185,8 @@ static void test_backend_rule(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reopen_reuses_the_handle), cmocka_unit_test(test_refused_is_unloaded),
+        cmocka_unit_test(test_reopen_reuses_the_handle),
+        cmocka_unit_test(test_child_loads_it_there), cmocka_unit_test(test_refused_is_unloaded),
         cmocka_unit_test(test_attn_only_is_hybrid),      cmocka_unit_test(test_attn_rule_by_use),
         cmocka_unit_test(test_backend_rule),
     };

@@ -56,28 +56,32 @@ static void copy_rows(mla_tensor *dst, int64_t r0, const mla_tensor *src, int64_
 static mla_status check_tap(const mla_engine *e, const mla_config *cfg, int layer, mla_tap tap,
                             const mla_tensor *t, int64_t ntok)
 {
+    /* what an engine returns that the driver cannot use is the engine's fault, not the input's:
+     * MLA_ERR_DEVICE (exit 3), naming the tap, what came and what was expected */
     char tn[96]; /* "layer 3 tap attn_core", or "global tap logits" */
     if (layer < 0) snprintf(tn, sizeof tn, "global tap %s", mla_tap_name(tap));
     else snprintf(tn, sizeof tn, "layer %d tap %s", layer, mla_tap_name(tap));
-    if (!t) return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: read_tap returned OK and no tensor", e->name, tn);
-    if ((unsigned)t->dtype >= MLA_DTYPE_COUNT || !t->data)
-        return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected a tensor with data of a known dtype, got dtype %d%s",
-                          e->name, tn, (int)t->dtype, t->data ? "" : " and no data");
     int64_t want[MLA_MAX_DIMS];
     int nd = mla_tap_shape(tap, cfg, ntok, want);
     char ws[160] = "", gs[160] = "";
-    int bad = t->ndim != nd;
     for (int i = 0; i < nd; i++) {
         size_t k = strlen(ws);
         snprintf(ws + k, sizeof ws - k, "%s%lld", i ? "," : "", (long long)want[i]);
-        if (!bad && t->shape[i] != want[i]) bad = 1;
     }
+    if (!t)
+        return mla_errorf(MLA_ERR_DEVICE, "engine %s: %s: read_tap returned OK and no tensor, expected one of shape [%s]",
+                          e->name, tn, ws);
+    if ((unsigned)t->dtype >= MLA_DTYPE_COUNT || !t->data)
+        return mla_errorf(MLA_ERR_DEVICE, "engine %s: %s: read_tap returned dtype %d%s, expected a tensor with data of a "
+                          "known dtype", e->name, tn, (int)t->dtype, t->data ? "" : " and no data");
+    int bad = t->ndim != nd;
+    for (int i = 0; !bad && i < nd; i++) bad = t->shape[i] != want[i];
     if (!bad) return MLA_OK;
     for (int i = 0; i < t->ndim && i < MLA_MAX_DIMS; i++) {
         size_t k = strlen(gs);
         snprintf(gs + k, sizeof gs - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
     }
-    return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s: expected shape [%s] (%lld rows, the call's new tokens), got [%s] (rank %d)",
+    return mla_errorf(MLA_ERR_DEVICE, "engine %s: %s: expected shape [%s] (%lld rows, the call's new tokens), got [%s] (rank %d)",
                       e->name, tn, ws, (long long)ntok, gs, t->ndim);
 }
 
@@ -283,7 +287,9 @@ mla_status mla_drive(mla_engine *e, const mla_config *cfg, int n_seqs, const int
         seqs[s].d->meta.prefill_len = o->path == MLA_PATH_DECODE ? o->prefill_len : 0;
         seqs[s].d->meta.chunk = o->path == MLA_PATH_CHUNKED ? (o->chunk > 0 ? o->chunk : 7) : 0;
         snprintf(seqs[s].d->meta.path, sizeof seqs[s].d->meta.path, "%s", mla_path_name(o->path));
-        snprintf(seqs[s].d->meta.engine, sizeof seqs[s].d->meta.engine, "%s", e->name);
+        /* the dump's attribute keeps its 64 bytes (a long plugin path is cut, as before) */
+        snprintf(seqs[s].d->meta.engine, sizeof seqs[s].d->meta.engine, "%.*s", (int)sizeof seqs[s].d->meta.engine - 1,
+                 e->name);
     }
     st = o->path == MLA_PATH_STAGGERED ? run_staggered(&x, o) : run_lockstep(&x, o);
     if (st) goto done;

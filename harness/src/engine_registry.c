@@ -206,17 +206,18 @@ mla_status mla_engine_open(const char *name, mla_model *model, const mla_run_opt
 {
     memset(out, 0, sizeof *out);
     const mla_attn_ops *attn = NULL; /* set: hybrid engine, the reference with this attention core */
-    mla_status st = mla_registry_backend(name, &out->ops, &attn);
-    if (st) return st;
-    snprintf(out->name, sizeof out->name, "%s", name);
-    /* the registry applied the rule of the route: a library plugin has both forms, an in-process
+    /* the registry applies the rule of the route: a library plugin has both forms, an in-process
      * operator may have one (the reference computes the other) */
     int partial = strncmp(name, REG_INPROC, strlen(REG_INPROC)) == 0;
-    /* a library plugin, whole-model or hybrid, runs in a child process (plugin_child.h): its crash,
-     * exit or hang is this engine's error, not the end of the run */
+    /* a library plugin, whole-model or hybrid, is loaded and runs in a child process
+     * (plugin_child.h): its crash, exit or hang, from its constructors on, is this engine's error,
+     * not the end of the run */
     int child = !partial && strncmp(name, "plugin:", 7) == 0 && mla_pchild_wanted();
+    mla_status st = child ? MLA_OK : mla_registry_backend(name, &out->ops, &attn);
+    if (st) return st;
+    snprintf(out->name, sizeof out->name, "%s", name);
     if (child) {
-        if ((st = mla_pchild_open(name, out->ops, attn, 0, model, &out->ops, &out->ctx))) return st;
+        if ((st = mla_pchild_open(name, model, &out->ops, &out->ctx))) return st;
     } else {
         if ((st = out->ops->create(&out->ctx))) return st;
         if (attn && (st = partial ? mla_ref_set_attn_ops_partial(out->ctx, attn) : mla_ref_set_attn_ops(out->ctx, attn))) {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#define OP_GUARD 64            /* guard floats after out and lse */
+#define OP_GUARD OPCHECK_GUARD
 #define OP_GUARD_BITS 0x7FA5A5A5u /* a NaN payload no kernel computes */
 
 /* ---- random inputs --------------------------------------------------------------------------- */
@@ -213,7 +213,7 @@ void mla_opcheck_opts_default(mla_opcheck_opts *o)
 }
 
 /* The features a case asks of a kernel, in the order supports() is asked: the one table behind
- * declined() and the export's feature list. */
+ * opcheck_declined() and the export's feature list. */
 typedef struct { mla_attn_feature f; int64_t v; const char *name; } op_feature;
 
 static int feature_list(const mla_opcase *c, const op_inputs *in, op_feature q[OPCHECK_MAX_FEATURES])
@@ -254,8 +254,7 @@ int opcheck_features(const mla_opcase *c, const op_inputs *in, char names[][48])
     return n;
 }
 
-/* The first feature of the case cand declines, or NULL. */
-static const char *declined(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *cand)
+const char *opcheck_declined(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *cand)
 {
     static _Thread_local char buf[96];
     op_feature q[OPCHECK_MAX_FEATURES];
@@ -272,7 +271,7 @@ static const char *declined(const mla_opcase *c, const op_inputs *in, const mla_
 }
 
 /* Runs one operator on in, into fresh out/lse with NaN-filled payload and guard words. */
-static mla_status op_call(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *ops, float *out,
+mla_status opcheck_call(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *ops, float *out,
                           float *lse)
 {
     if (c->kind == MLA_OP_MQA) {
@@ -288,7 +287,7 @@ static mla_status op_call(const mla_opcase *c, const op_inputs *in, const mla_at
     return ops->mha(&a);
 }
 
-static float *buf_new(int64_t n)
+float *opcheck_buf_new(int64_t n)
 {
     float *p = malloc((size_t)(n + OP_GUARD) * sizeof(float));
     if (!p) return NULL;
@@ -342,14 +341,14 @@ mla_status opcheck_judge(const mla_opcase *c, const op_inputs *in, const float *
 {
     int D = c->kind == MLA_OP_MQA ? in->C : in->V;
     int64_t n_out = (int64_t)in->T * in->H * D, n_lse = (int64_t)in->T * in->H;
-    float *ro = buf_new(n_out), *rl = buf_new(n_lse);
+    float *ro = opcheck_buf_new(n_out), *rl = opcheck_buf_new(n_lse);
     mla_tensor *ta = NULL, *tb = NULL, *la = NULL, *lb = NULL;
     mla_status st = MLA_OK;
     if (!ro || !rl) {
         st = mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: reference outputs", c->name);
         goto done;
     }
-    if ((st = op_call(c, in, mla_ref_attn_ops(), ro, rl))) goto done;
+    if ((st = opcheck_call(c, in, mla_ref_attn_ops(), ro, rl))) goto done;
     const char *tap = c->kind == MLA_OP_MQA ? "mqa_out" : "mha_out";
     const char *prof = mla_opcheck_profile_name(c->kv_format);
     int64_t so[3] = {in->T, in->H, D}, sl[2] = {in->T, in->H};
@@ -378,48 +377,71 @@ done:
     return st;
 }
 
-mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, const mla_opcheck_opts *o,
-                                mla_opcase_result *r)
+void opcheck_sizes(const mla_opcase *c, const op_inputs *in, int64_t *n_out, int64_t *n_lse)
+{
+    int D = c->kind == MLA_OP_MQA ? in->C : in->V;
+    *n_out = (int64_t)in->T * in->H * D;
+    *n_lse = (int64_t)in->T * in->H;
+}
+
+/* The candidate's step in this process: its declines, then its call (opcheck_cand_fn). */
+static mla_status cand_inproc(void *u, const mla_opcase *c, const op_inputs *in, float *co, float *cl,
+                              mla_opcase_result *r)
+{
+    const mla_attn_ops *cand = u;
+    const char *name = cand->name ? cand->name : "candidate";
+    const char *no = opcheck_declined(c, in, cand);
+    if (no) {
+        r->verdict = MLA_OPCASE_SKIP;
+        snprintf(r->why, sizeof r->why, "%s declines %s", name, no);
+        return MLA_OK;
+    }
+    mla_clear_error();
+    mla_status cs = opcheck_call(c, in, cand, co, cl);
+    if (cs) {
+        r->verdict = MLA_OPCASE_ERROR;
+        r->status = cs;
+        snprintf(r->why, sizeof r->why, "%s returned %s: %s", name, mla_strerror(cs), mla_last_error());
+    }
+    return MLA_OK;
+}
+
+mla_status opcheck_run_case_with(const mla_opcase *c, opcheck_cand_fn cand, void *u, const mla_opcheck_opts *o,
+                                 mla_opcase_result *r)
 {
     memset(r, 0, sizeof *r);
-    if (!c || !cand || !cand->supports) return mla_errorf(MLA_ERR_INVALID, "opcheck: case or candidate is NULL");
     op_inputs in;
     mla_status st = opcheck_inputs_make(c, &in);
     if (st) return st;
-    const char *no = declined(c, &in, cand);
-    if (no) {
-        r->verdict = MLA_OPCASE_SKIP;
-        snprintf(r->why, sizeof r->why, "%s declines %s", cand->name ? cand->name : "candidate", no);
-        opcheck_inputs_free(&in);
-        return MLA_OK;
-    }
-    int D = c->kind == MLA_OP_MQA ? in.C : in.V;
-    int64_t n_out = (int64_t)in.T * in.H * D, n_lse = (int64_t)in.T * in.H;
-    float *co = buf_new(n_out), *cl = buf_new(n_lse);
+    int64_t n_out, n_lse;
+    opcheck_sizes(c, &in, &n_out, &n_lse);
+    float *co = opcheck_buf_new(n_out), *cl = opcheck_buf_new(n_lse);
     if (!co || !cl) {
         st = mla_errorf(MLA_ERR_NOMEM, "opcheck case %s: outputs", c->name);
         goto done;
     }
     double t0 = now_s();
-    mla_clear_error();
-    mla_status cs = op_call(c, &in, cand, co, cl);
-    if (cs) {
-        r->verdict = MLA_OPCASE_ERROR;
-        snprintf(r->why, sizeof r->why, "%s returned %s: %s", cand->name ? cand->name : "candidate",
-                 mla_strerror(cs), mla_last_error());
-        goto done;
-    }
+    if ((st = cand(u, c, &in, co, cl, r)) || r->verdict != MLA_OPCASE_PASS) goto timed;
     if (!guard_ok(co, n_out) || !guard_ok(cl, n_lse)) {
         r->verdict = MLA_OPCASE_FAIL;
         snprintf(r->why, sizeof r->why, "wrote past the end of %s", guard_ok(co, n_out) ? "lse" : "out");
-        goto done;
+        goto timed;
     }
     st = opcheck_judge(c, &in, co, cl, o, r);
-    r->seconds = now_s() - t0;
+timed:
+    r->seconds = now_s() - t0; /* an error's too: a hang shows as the time limit it ran into */
 done:
     free(co); free(cl);
     opcheck_inputs_free(&in);
     return st;
+}
+
+mla_status mla_opcheck_run_case(const mla_opcase *c, const mla_attn_ops *cand, const mla_opcheck_opts *o,
+                                mla_opcase_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!c || !cand || !cand->supports) return mla_errorf(MLA_ERR_INVALID, "opcheck: case or candidate is NULL");
+    return opcheck_run_case_with(c, cand_inproc, (void *)cand, o, r);
 }
 
 /* Counts one verdict into the summary (the first FAIL/ERROR and the first SKIP remembered). */
@@ -435,6 +457,8 @@ void opcheck_tally(mla_opcheck_summary *s, const mla_opcase *c, const mla_opcase
         break;
     default:
         r->verdict == MLA_OPCASE_FAIL ? s->n_fail++ : s->n_error++;
+        if (r->verdict == MLA_OPCASE_ERROR && !s->first_error_status)
+            s->first_error_status = r->status ? r->status : MLA_ERR_DEVICE;
         if (!s->first_fail[0]) {
             snprintf(s->first_fail, sizeof s->first_fail, "%s", c->name);
             snprintf(s->first_why, sizeof s->first_why, "%s", r->why);
@@ -454,8 +478,8 @@ mla_status opcheck_close(const char *which, const char *cand, const mla_opcheck_
     return MLA_OK;
 }
 
-mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, const mla_opcheck_opts *o,
-                                 mla_opcheck_summary *s, mla_opcase_result **results)
+mla_status opcheck_run_suite_with(const char *which, opcheck_cand_fn cand, void *u, const char *cand_name,
+                                  const mla_opcheck_opts *o, mla_opcheck_summary *s, mla_opcase_result **results)
 {
     memset(s, 0, sizeof *s);
     if (results) *results = NULL;
@@ -464,7 +488,6 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
         mla_opcheck_opts_default(&def);
         o = &def;
     }
-    if (!cand) return mla_errorf(MLA_ERR_INVALID, "opcheck %s: candidate is NULL", which ? which : "");
     mla_opcase *cases;
     int n;
     mla_status st = mla_opcheck_cases(which, &cases, &n);
@@ -480,15 +503,27 @@ mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, co
         if (o->kv_format >= 0 && (int)c->kv_format != o->kv_format) continue;
         if (o->filter && !strstr(c->name, o->filter)) continue;
         mla_opcase_result *r = &res[s->n_cases];
-        if ((st = mla_opcheck_run_case(c, cand, o, r))) break;
+        if ((st = opcheck_run_case_with(c, cand, u, o, r))) break;
         opcheck_tally(s, c, r, first_skip, sizeof first_skip);
         if (o->on_case) o->on_case(o->user, c, r);
     }
     free(cases);
-    if (!st) st = opcheck_close(which, cand->name ? cand->name : "candidate", o, s, first_skip);
+    if (!st) st = opcheck_close(which, cand_name, o, s, first_skip);
     if (results) *results = res;
     else free(res);
     return st;
+}
+
+mla_status mla_opcheck_run_suite(const char *which, const mla_attn_ops *cand, const mla_opcheck_opts *o,
+                                 mla_opcheck_summary *s, mla_opcase_result **results)
+{
+    if (!cand || !cand->supports) {
+        memset(s, 0, sizeof *s);
+        if (results) *results = NULL;
+        return mla_errorf(MLA_ERR_INVALID, "opcheck %s: candidate is NULL", which ? which : "");
+    }
+    return opcheck_run_suite_with(which, cand_inproc, (void *)cand, cand->name ? cand->name : "candidate", o, s,
+                                  results);
 }
 
 /* ---- loading --------------------------------------------------------------------------------- */

@@ -37,6 +37,29 @@ mla_status opcheck_judge(const mla_opcase *c, const op_inputs *in, const float *
 void opcheck_limits(const mla_opcheck_opts *o, const char *tap, const char *profile, int is_lse,
                     mla_cmp_limits *lim);
 
+/* The steps of a case that run the candidate, shared with opcheck_child.c (which runs them in the
+ * plugin's process): the first feature of the case cand declines ("kv format bf16"; NULL: none), the
+ * call into out/lse, the buffers (n floats of NaN, then guard words) and their sizes. */
+const char *opcheck_declined(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *cand);
+mla_status opcheck_call(const mla_opcase *c, const op_inputs *in, const mla_attn_ops *ops, float *out, float *lse);
+#define OPCHECK_GUARD 64 /* guard floats after out and lse */
+float *opcheck_buf_new(int64_t n);
+void opcheck_sizes(const mla_opcase *c, const op_inputs *in, int64_t *n_out, int64_t *n_lse);
+
+/* The candidate's step of one case: from its own copy of the inputs it declines (r->verdict SKIP,
+ * r->why the feature), fails (ERROR, r->status and r->why) or fills co/cl (n_out/n_lse floats and
+ * the guard words after them; r->verdict left PASS). Returns an error only when no verdict could be
+ * reached (out of memory). */
+typedef mla_status (*opcheck_cand_fn)(void *u, const mla_opcase *c, const op_inputs *in, float *co, float *cl,
+                                      mla_opcase_result *r);
+
+/* A case and a suite through such a step (mla_opcheck_run_case / _run_suite with the step in this
+ * process; opcheck_child.c's in the plugin's). cand_name names who declined every case. */
+mla_status opcheck_run_case_with(const mla_opcase *c, opcheck_cand_fn cand, void *u, const mla_opcheck_opts *o,
+                                 mla_opcase_result *r);
+mla_status opcheck_run_suite_with(const char *which, opcheck_cand_fn cand, void *u, const char *cand_name,
+                                  const mla_opcheck_opts *o, mla_opcheck_summary *s, mla_opcase_result **results);
+
 /* A suite's bookkeeping, shared by mla_opcheck_run_suite and mla_opcheck_judge_dir: count one verdict
  * (first_skip: a buffer of cap bytes remembering the first skip), and the run's status once every
  * case is counted (MLA_ERR_INVALID when none was selected, MLA_ERR_UNSUPPORTED when all were skipped;

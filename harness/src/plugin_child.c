@@ -4,24 +4,19 @@
  *   request  pc_req, then len payload bytes (load: the run options; forward: the batch arrays)
  *   response pc_rsp, then msg_len bytes of mla_last_error() text, then for a tensor a pc_tens and
  *            its nbytes of data
- * The caller waits for every byte with poll() against the call's deadline, so a child that stops
- * answering is found whatever it is doing; it sends with MSG_NOSIGNAL, so a dead child is an error
- * (EPIPE), not a SIGPIPE. */
+ * The process, its deadlines and how a death is named are child_proc.c's; the library is dlopen'd
+ * and registered in the child (the caller never maps the plugin), each entry point named in the
+ * stage page before it is called. */
 #include "plugin_child.h"
 
+#include "child_proc.h"
 #include "mla_ref/ref.h"
+#include "mlacheck/engine_registry.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef enum { PC_CREATE, PC_SUPPORTS, PC_LOAD, PC_RESET, PC_MHA, PC_MQA, PC_TAP, PC_KV, PC_DESTROY } pc_op;
@@ -37,48 +32,17 @@ typedef struct { int32_t dtype, ndim; int64_t shape[MLA_MAX_DIMS]; int64_t nbyte
 #define PC_MAX_BYTES ((int64_t)1 << 40) /* no tap of any MLA checkpoint comes near a TiB */
 
 typedef struct pc_ctx {
-    char name[512];
-    int fd;
-    pid_t pid;
-    int timeout_s;
+    mla_cproc p;       /* p.dead: the child is gone, every call answers p.dead_msg */
     const mla_model *model;
-    int dead;          /* the child is gone: every call answers dead_msg */
-    char dead_msg[900];
 } pc_ctx;
 
 /* ---- the child ------------------------------------------------------------------------------- */
-
-static int c_send(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int c_recv(int fd, void *p, size_t n)
-{
-    char *b = p;
-    while (n) {
-        ssize_t k = recv(fd, b, n, 0);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 static void c_reply(int fd, mla_status st, int ival, const mla_tensor *t, int has_tensor)
 {
     const char *msg = st ? mla_last_error() : "";
     pc_rsp r = {.status = st, .ival = ival, .msg_len = (int32_t)strlen(msg), .has_tensor = has_tensor};
-    if (c_send(fd, &r, sizeof r) || c_send(fd, msg, (size_t)r.msg_len)) _exit(0);
+    if (mla_cproc_send(fd, &r, sizeof r) || mla_cproc_send(fd, msg, (size_t)r.msg_len)) _exit(0);
     if (has_tensor != 1) return;
     pc_tens h;
     memset(&h, 0, sizeof h);
@@ -89,12 +53,14 @@ static void c_reply(int fd, mla_status st, int ival, const mla_tensor *t, int ha
     memcpy(h.name, t->name, sizeof h.name - 1);
     /* the bytes the shape promises are read here, in the plugin's process: a short buffer crashes
      * the child (an engine error naming read_tap), never the caller */
-    if (c_send(fd, &h, sizeof h) || c_send(fd, t->data, (size_t)h.nbytes)) _exit(0);
+    if (mla_cproc_send(fd, &h, sizeof h) || mla_cproc_send(fd, t->data, (size_t)h.nbytes)) _exit(0);
 }
 
 /* A tensor the plugin returned, before it is sent: what the caller could not rebuild is refused
- * with a message (shape and rows are the driver's check_tap, against the call). */
-static void c_reply_tensor(int fd, mla_status st, mla_tensor *t, const char *entry)
+ * as the engine's error (MLA_ERR_DEVICE: the plugin misbehaved, the input was fine), naming what
+ * (e.g. "read_tap of layer 0 tap attn_core"), what came and what was expected (shape and rows are
+ * the driver's check_tap, against the call). */
+static void c_reply_tensor(int fd, mla_status st, mla_tensor *t, const char *what)
 {
     if (st || !t) {
         c_reply(fd, st, 0, NULL, 0);
@@ -112,8 +78,9 @@ static void c_reply_tensor(int fd, mla_status st, mla_tensor *t, const char *ent
     if (!bad && numel * (int64_t)mla_dtype_size(t->dtype) > PC_MAX_BYTES) bad = "more than 2^40 bytes";
     if (!bad && numel && !t->data) bad = "no data";
     if (bad) {
-        mla_status e = mla_errorf(MLA_ERR_FORMAT, "%s returned OK and a tensor with %s (dtype %d, rank %d)", entry, bad,
-                                  (int)t->dtype, t->ndim);
+        mla_status e = mla_errorf(MLA_ERR_DEVICE, "%s returned OK and a tensor with %s (dtype %d, rank %d), expected "
+                                  "a known dtype, rank 0..6, dimensions >= 0 and its data", what, bad, (int)t->dtype,
+                                  t->ndim);
         c_reply(fd, e, 0, NULL, 2);
         return; /* not freed: a malformed tensor may not be the plugin's to free either */
     }
@@ -146,15 +113,16 @@ static mla_status c_batch(const char *p, int64_t len, mla_batch *b, int32_t **st
     return MLA_OK;
 }
 
-static void c_serve(int fd, const mla_backend_ops *ops, void *ctx)
+static void c_serve(int fd, char *stage, const mla_backend_ops *ops, void *ctx)
 {
     for (;;) {
         pc_req q;
-        if (c_recv(fd, &q, sizeof q)) _exit(0); /* the caller is gone */
+        if (mla_cproc_recv(fd, &q, sizeof q)) _exit(0); /* the caller is gone */
         char *p = NULL;
         if (q.len > 0) {
-            if (!(p = malloc((size_t)q.len)) || c_recv(fd, p, (size_t)q.len)) _exit(0);
+            if (!(p = malloc((size_t)q.len)) || mla_cproc_recv(fd, p, (size_t)q.len)) _exit(0);
         }
+        if (q.op >= 0 && q.op <= PC_DESTROY) mla_cproc_stage(stage, pc_entry[q.op]);
         mla_clear_error();
         mla_status st = MLA_OK;
         mla_tensor *t = NULL;
@@ -178,15 +146,22 @@ static void c_serve(int fd, const mla_backend_ops *ops, void *ctx)
             free(store);
             c_reply(fd, st, 0, NULL, 0);
             break;
-        case PC_TAP:
+        case PC_TAP: {
+            char what[96];
+            if (q.a < 0) snprintf(what, sizeof what, "read_tap of global tap %s", mla_tap_name((mla_tap)q.b));
+            else snprintf(what, sizeof what, "read_tap of layer %d tap %s", q.a, mla_tap_name((mla_tap)q.b));
             st = ops->read_tap(ctx, q.a, (mla_tap)q.b, &t);
-            c_reply_tensor(fd, st, t, "read_tap");
+            c_reply_tensor(fd, st, t, what);
             break;
-        case PC_KV:
+        }
+        case PC_KV: {
+            char what[96];
+            snprintf(what, sizeof what, "read_kv of layer %d sequence %d", q.a, q.b);
             st = ops->read_kv ? ops->read_kv(ctx, q.a, q.b, &t)
                               : mla_errorf(MLA_ERR_UNSUPPORTED, "the plugin has no read_kv");
-            c_reply_tensor(fd, st, t, "read_kv");
+            c_reply_tensor(fd, st, t, what);
             break;
+        }
         case PC_DESTROY:
             ops->destroy(ctx);
             c_reply(fd, MLA_OK, 0, NULL, 0);
@@ -197,109 +172,48 @@ static void c_serve(int fd, const mla_backend_ops *ops, void *ctx)
     }
 }
 
-/* The child's life: no signal from the terminal (the caller decides when to stop), killed with the
- * caller, never back into the caller's code (_exit: no atexit handler, no stdio buffer flushed twice). */
-static void c_main(int fd, const mla_backend_ops *inner, const mla_attn_ops *attn, int partial)
+/* The child's life (child_proc.c set up the process): the library loaded and registered here, so
+ * that its constructors and register function cannot take the caller down either, then the engine
+ * created and served. */
+static void c_main(int fd, char *stage, void *arg)
 {
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    dup2(STDERR_FILENO, STDOUT_FILENO); /* a plugin that prints must not mix into mlacheck's output */
+    const char *name = arg;
+    const mla_backend_ops *inner = NULL;
+    const mla_attn_ops *attn = NULL;
     void *ctx = NULL;
-    mla_clear_error();
-    mla_status st = inner->create(&ctx);
-    if (!st && attn && (st = partial ? mla_ref_set_attn_ops_partial(ctx, attn) : mla_ref_set_attn_ops(ctx, attn)))
-        inner->destroy(ctx);
+    mla_cproc_stage_plugin(stage, name);
+    mla_status st = mla_registry_backend(name, &inner, &attn);
+    if (!st) {
+        mla_cproc_stage(stage, pc_entry[PC_CREATE]);
+        st = inner->create(&ctx);
+        if (!st && attn && (st = mla_ref_set_attn_ops(ctx, attn))) inner->destroy(ctx);
+    }
     c_reply(fd, st, 0, NULL, 0);
     if (st) _exit(0);
-    c_serve(fd, inner, ctx);
+    c_serve(fd, stage, inner, ctx);
     _exit(0);
 }
 
 /* ---- the caller ------------------------------------------------------------------------------ */
-
-static double mono(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The child is gone or must go: reaped (killed when it still runs), the reason kept. */
-static mla_status p_dead(pc_ctx *c, int entry, int timed_out)
-{
-    int status = 0, reaped = 0;
-    if (timed_out) kill(c->pid, SIGKILL);
-    /* an EOF is the child exiting: give it a moment to finish dying, then make sure */
-    for (int i = 0; i < 200 && !reaped; i++) {
-        pid_t w = waitpid(c->pid, &status, WNOHANG);
-        if (w == c->pid) reaped = 1;
-        else if (w < 0 && errno != EINTR) break;
-        else usleep(10000);
-    }
-    if (!reaped) {
-        kill(c->pid, SIGKILL);
-        reaped = waitpid(c->pid, &status, 0) == c->pid;
-    }
-    char how[300];
-    if (timed_out)
-        snprintf(how, sizeof how, "did not return within %d s (%s), so the plugin process was killed", c->timeout_s,
-                 MLA_PCHILD_TIMEOUT_ENV);
-    else if (reaped && WIFSIGNALED(status))
-        snprintf(how, sizeof how, "crashed: the plugin process died of signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else if (reaped && WIFEXITED(status))
-        snprintf(how, sizeof how, "ended the plugin process with exit status %d (a plugin must return a status, never exit)",
-                 WEXITSTATUS(status));
-    else
-        snprintf(how, sizeof how, "lost the plugin process (no exit status)");
-    snprintf(c->dead_msg, sizeof c->dead_msg, "engine %s: %s %s", c->name, pc_entry[entry], how);
-    c->dead = 1;
-    close(c->fd);
-    c->fd = -1;
-    return mla_errorf(MLA_ERR_DEVICE, "%s", c->dead_msg);
-}
-
-/* n bytes to or from the child by the deadline: 0, -1 the child is gone, -2 out of time. */
-static int p_io(pc_ctx *c, void *p, size_t n, double deadline, int out)
-{
-    char *b = p;
-    while (n) {
-        double left = deadline - mono();
-        if (left <= 0) return -2;
-        struct pollfd pf = {.fd = c->fd, .events = out ? POLLOUT : POLLIN};
-        int k = poll(&pf, 1, left > 3600 ? 3600000 : (int)(left * 1000) + 1);
-        if (k < 0 && errno == EINTR) continue; /* a signal for the caller: the call goes on */
-        if (k < 0) return -1;
-        if (k == 0) continue;
-        ssize_t m = out ? send(c->fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(c->fd, b, n, MSG_DONTWAIT);
-        if (m < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-        if (m <= 0) return -1;
-        b += m;
-        n -= (size_t)m;
-    }
-    return 0;
-}
 
 /* One call: the request, its payload, the response (*ival, *out for tensors). */
 static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload, int64_t len, int *ival,
                          mla_tensor **out)
 {
     if (out) *out = NULL;
-    if (c->dead) return mla_errorf(MLA_ERR_DEVICE, "%s (the engine is gone; %s)", c->dead_msg, pc_entry[op]);
-    double deadline = mono() + c->timeout_s;
+    if (c->p.dead) return mla_errorf(MLA_ERR_DEVICE, "%s (the engine is gone; %s)", c->p.dead_msg, pc_entry[op]);
+    double deadline = mla_cproc_deadline(&c->p);
     pc_req q = {.op = op, .a = a, .b = b, .len = len};
     pc_rsp r;
-    int e = p_io(c, &q, sizeof q, deadline, 1);
-    if (!e && len) e = p_io(c, (void *)payload, (size_t)len, deadline, 1);
-    if (!e) e = p_io(c, &r, sizeof r, deadline, 0);
+    int e = mla_cproc_io(&c->p, &q, sizeof q, deadline, 1);
+    if (!e && len) e = mla_cproc_io(&c->p, (void *)payload, (size_t)len, deadline, 1);
+    if (!e) e = mla_cproc_io(&c->p, &r, sizeof r, deadline, 0);
     char msg[1024] = "";
     if (!e && (r.msg_len < 0 || r.msg_len > 1 << 20)) e = -1;
     for (int32_t got = 0; !e && got < r.msg_len;) {
         char junk[1024];
         int32_t k = r.msg_len - got < (int32_t)sizeof junk ? r.msg_len - got : (int32_t)sizeof junk;
-        e = p_io(c, junk, (size_t)k, deadline, 0);
+        e = mla_cproc_io(&c->p, junk, (size_t)k, deadline, 0);
         if (!e && got < (int32_t)sizeof msg - 1) {
             int32_t keep = k < (int32_t)sizeof msg - 1 - got ? k : (int32_t)sizeof msg - 1 - got;
             memcpy(msg + got, junk, (size_t)keep);
@@ -309,7 +223,7 @@ static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload,
     mla_tensor *t = NULL;
     if (!e && r.has_tensor == 1) {
         pc_tens h;
-        e = p_io(c, &h, sizeof h, deadline, 0);
+        e = mla_cproc_io(&c->p, &h, sizeof h, deadline, 0);
         /* the child checked the tensor; the caller checks the header again (the plugin shares the
          * child's memory and could have written anything to the socket) */
         int64_t numel = 1;
@@ -319,9 +233,9 @@ static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload,
             if (ok) numel *= h.shape[i];
         }
         if (!e && (!ok || numel * (int64_t)mla_dtype_size((mla_dtype)h.dtype) != h.nbytes || h.nbytes > PC_MAX_BYTES)) {
-            p_dead(c, op, 1);
+            mla_cproc_dead(&c->p, pc_entry[op], 1);
             return mla_errorf(MLA_ERR_DEVICE, "engine %s: %s: the plugin process sent a malformed tensor header "
-                              "(dtype %d, rank %d, %lld bytes); the engine was stopped", c->name, pc_entry[op],
+                              "(dtype %d, rank %d, %lld bytes); the engine was stopped", c->p.name, pc_entry[op],
                               (int)h.dtype, (int)h.ndim, (long long)h.nbytes);
         }
         if (!e) {
@@ -329,27 +243,28 @@ static mla_status p_call(pc_ctx *c, pc_op op, int a, int b, const void *payload,
             mla_status st = mla_tensor_new(&t, (mla_dtype)h.dtype, h.ndim, h.shape, h.name);
             if (st) {
                 /* the stream still holds the bytes: this engine cannot go on */
-                p_dead(c, op, 1);
-                return mla_errorf(st, "engine %s: %s: a tensor of %lld bytes: %s", c->name, pc_entry[op],
+                mla_cproc_dead(&c->p, pc_entry[op], 1);
+                return mla_errorf(st, "engine %s: %s: a tensor of %lld bytes: %s", c->p.name, pc_entry[op],
                                   (long long)h.nbytes, "cannot hold it");
             }
-            e = p_io(c, t->data, (size_t)h.nbytes, deadline, 0);
+            e = mla_cproc_io(&c->p, t->data, (size_t)h.nbytes, deadline, 0);
             if (e) {
                 mla_tensor_free(t);
                 t = NULL;
             }
         }
     }
-    if (e) return p_dead(c, op, e == -2);
+    if (e) return mla_cproc_dead(&c->p, pc_entry[op], e == -2);
     if (ival) *ival = r.ival;
     if (r.status) {
         msg[sizeof msg - 1] = '\0';
         if (!msg[0]) /* "first error: device error: " and nothing after it told no one anything */
-            return mla_errorf((mla_status)r.status, "engine %s: %s returned '%s' and set no message", c->name,
+            return mla_errorf((mla_status)r.status, "engine %s: %s returned '%s' and set no message", c->p.name,
                               pc_entry[op], mla_strerror((mla_status)r.status));
+        if (r.has_tensor == 2) /* a tensor the child refused: the message is the child's, the engine ours */
+            return mla_errorf((mla_status)r.status, "engine %s: %s", c->p.name, msg);
         return mla_errorf((mla_status)r.status, "%s", msg);
     }
-    if (r.has_tensor == 2) return mla_errorf(MLA_ERR_FORMAT, "engine %s: %s", c->name, msg);
     if (out) *out = t;
     else mla_tensor_free(t);
     return MLA_OK;
@@ -372,7 +287,7 @@ static mla_status p_load(void *vc, mla_model *model, const mla_run_opts *o)
 {
     pc_ctx *c = vc;
     if (model != c->model)
-        return mla_errorf(MLA_ERR_INVALID, "engine %s: load: a model other than the one the engine was opened with", c->name);
+        return mla_errorf(MLA_ERR_INVALID, "engine %s: load: a model other than the one the engine was opened with", c->p.name);
     char p[sizeof *o + sizeof(uint64_t)];
     uint64_t m = (uint64_t)(uintptr_t)model;
     memcpy(p, o, sizeof *o);
@@ -385,7 +300,7 @@ static mla_status p_reset(void *ctx) { return p_call(ctx, PC_RESET, 0, 0, NULL, 
 /* The batch as the child rebuilds it (c_batch); NULL arrays stay NULL, for the plugin to refuse. */
 static mla_status p_forward(pc_ctx *c, pc_op op, const mla_batch *b)
 {
-    if (!b) return mla_errorf(MLA_ERR_INVALID, "engine %s: %s: NULL batch", c->name, pc_entry[op]);
+    if (!b) return mla_errorf(MLA_ERR_INVALID, "engine %s: %s: NULL batch", c->p.name, pc_entry[op]);
     int64_t n = b->n_seqs > 0 ? b->n_seqs : 0, ntok = 0;
     if (b->n_new)
         for (int64_t i = 0; i < n; i++) ntok += b->n_new[i] > 0 ? b->n_new[i] : 0;
@@ -393,7 +308,7 @@ static mla_status p_forward(pc_ctx *c, pc_op op, const mla_batch *b)
     int flags = (b->seq_ids ? 1 : 0) | (b->n_past ? 2 : 0) | (b->n_new ? 4 : 0) | (b->tokens ? 8 : 0);
     int64_t words = 2 + n * (!!b->seq_ids + !!b->n_past + !!b->n_new) + ntok;
     int32_t *w = malloc((size_t)words * 4);
-    if (!w) return mla_errorf(MLA_ERR_NOMEM, "engine %s: a batch of %lld tokens", c->name, (long long)ntok);
+    if (!w) return mla_errorf(MLA_ERR_NOMEM, "engine %s: a batch of %lld tokens", c->p.name, (long long)ntok);
     w[0] = b->n_seqs;
     w[1] = flags;
     int64_t at = 2;
@@ -430,25 +345,22 @@ static void p_destroy(void *vc)
      * of that failure must survive it */
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", mla_last_error());
-    if (!c->dead) {
-        int save = c->timeout_s;
-        c->timeout_s = save < 30 ? save : 30; /* a destroy that hangs is not waited for long */
+    if (!c->p.dead) {
+        int save = c->p.timeout_s;
+        c->p.timeout_s = save < 30 ? save : 30; /* a destroy that hangs is not waited for long */
         mla_status st = p_call(c, PC_DESTROY, 0, 0, NULL, 0, NULL, NULL);
-        if (!st) {
-            /* the child exits after answering */
-            while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
-            close(c->fd);
-        }
+        if (!st) mla_cproc_reap(&c->p); /* the child exits after answering */
         /* else p_call reaped it (dead) and its error is dropped: nothing reads a closed engine */
     }
     mla_errorf(MLA_OK, "%s", keep);
+    mla_cproc_free(&c->p);
     free(c);
 }
 
 mla_status mla_pchild_status(const void *ctx)
 {
     const pc_ctx *c = ctx;
-    return c && c->dead ? mla_errorf(MLA_ERR_DEVICE, "%s", c->dead_msg) : MLA_OK;
+    return c && c->p.dead ? mla_errorf(MLA_ERR_DEVICE, "%s", c->p.dead_msg) : MLA_OK;
 }
 
 static const mla_backend_ops pc_ops = {
@@ -471,69 +383,33 @@ int mla_pchild_wanted(void)
     return !(s && !strcmp(s, "0"));
 }
 
-static mla_status timeout_from_env(int *out)
-{
-    *out = MLA_PCHILD_TIMEOUT_DEFAULT;
-    const char *s = getenv(MLA_PCHILD_TIMEOUT_ENV);
-    if (!s || !*s) return MLA_OK;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end || errno || v < 1 || v > 86400)
-        return mla_errorf(MLA_ERR_INVALID, "environment %s '%s': expected whole seconds in [1, 86400]",
-                          MLA_PCHILD_TIMEOUT_ENV, s);
-    *out = (int)v;
-    return MLA_OK;
-}
-
-mla_status mla_pchild_open(const char *name, const mla_backend_ops *inner, const mla_attn_ops *attn, int partial,
-                           const mla_model *model, const mla_backend_ops **ops, void **ctx)
+mla_status mla_pchild_open(const char *name, const mla_model *model, const mla_backend_ops **ops, void **ctx)
 {
     *ops = NULL;
     *ctx = NULL;
     pc_ctx *c = calloc(1, sizeof *c);
     if (!c) return mla_errorf(MLA_ERR_NOMEM, "engine %s: engine", name);
-    snprintf(c->name, sizeof c->name, "%s", name);
     c->model = model;
-    c->fd = -1;
-    mla_status st = timeout_from_env(&c->timeout_s);
-    int sv[2];
-    if (!st && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        st = mla_errorf(MLA_ERR_IO, "engine %s: socketpair: %s", name, strerror(errno));
+    mla_status st = mla_cproc_spawn(&c->p, name, c_main, (void *)name);
     if (st) {
         free(c);
         return st;
     }
-    fflush(NULL); /* the child must not write the caller's buffered output a second time */
-    pid_t pid = fork();
-    if (pid < 0) {
-        st = mla_errorf(MLA_ERR_NOMEM, "engine %s: fork: %s", name, strerror(errno));
-        close(sv[0]);
-        close(sv[1]);
-        free(c);
-        return st;
-    }
-    if (pid == 0) {
-        close(sv[0]);
-        c_main(sv[1], inner, attn, partial);
-    }
-    close(sv[1]);
-    c->fd = sv[0];
-    c->pid = pid;
-    /* create's answer: the first response (its time limit is a call's) */
+    /* create's answer, the first response: loading, registering and creating (a call's time limit) */
     pc_rsp r;
-    double deadline = mono() + c->timeout_s;
-    int e = p_io(c, &r, sizeof r, deadline, 0);
+    double deadline = mla_cproc_deadline(&c->p);
+    int e = mla_cproc_io(&c->p, &r, sizeof r, deadline, 0);
     char msg[1024] = "";
-    if (!e && r.msg_len > 0) e = p_io(c, msg, (size_t)(r.msg_len < (int)sizeof msg - 1 ? r.msg_len : (int)sizeof msg - 1), deadline, 0);
+    if (!e && r.msg_len > 0) e = mla_cproc_io(&c->p, msg, (size_t)(r.msg_len < (int)sizeof msg - 1 ? r.msg_len : (int)sizeof msg - 1), deadline, 0);
     if (e) {
-        st = p_dead(c, PC_CREATE, e == -2);
+        st = mla_cproc_dead(&c->p, NULL, e == -2); /* the stage names dlopen, the register function or create */
+        mla_cproc_free(&c->p);
         free(c);
         return st;
     }
     if (r.status) {
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-        close(c->fd);
+        mla_cproc_reap(&c->p);
+        mla_cproc_free(&c->p);
         free(c);
         if (!msg[0]) return mla_errorf((mla_status)r.status, "engine %s: create returned '%s' and set no message", name,
                                        mla_strerror((mla_status)r.status));

@@ -3,26 +3,24 @@
  * every library plugin through it).
  *
  * mla_pchild_open forks after the model is open: the child holds a copy of the caller's memory, the
- * model included, creates the engine there (inner->create, then the hybrid's attention operator)
- * and serves each backend entry as a request on a socket pair; tensors come back as bytes and are
+ * model included, loads and registers the plugin there (the caller never maps it: a constructor or
+ * register function that crashes ends only the child), creates the engine (inner->create, then the
+ * hybrid's attention operator) and serves each backend entry as a request on a socket pair; tensors come back as bytes and are
  * rebuilt in the caller, which never touches the plugin's memory. Each call has a time limit,
  * MLA_PLUGIN_TIMEOUT_S seconds (default 600). A child that dies (signal, abort, exit) or does not
- * answer in time is an MLA_ERR_DEVICE naming the plugin, the entry point and the signal or exit
- * status; the engine stays dead (every later call answers the same) until it is closed. */
+ * answer in time is an MLA_ERR_DEVICE naming the plugin, the entry point (dlopen, the register
+ * function, create, forward_mha, ...) and the signal or exit status; the engine stays dead (every
+ * later call answers the same) until it is closed. The process is child_proc.h's. */
 #ifndef MLA_PLUGIN_CHILD_H
 #define MLA_PLUGIN_CHILD_H
 
-#include "mla/attn_op.h"
 #include "mla/backend.h"
 
-#define MLA_PCHILD_TIMEOUT_ENV "MLA_PLUGIN_TIMEOUT_S"
-#define MLA_PCHILD_TIMEOUT_DEFAULT 600
-
-/* The child-process backend: *ops and *ctx for an mla_engine. inner/attn as the registry resolved
- * them (attn non-NULL: the hybrid, inner the reference; partial as mla_ref_set_attn_ops_partial).
- * model is the one load() will be given (it must exist before the fork). name is for messages. */
-mla_status mla_pchild_open(const char *name, const mla_backend_ops *inner, const mla_attn_ops *attn, int partial,
-                           const mla_model *model, const mla_backend_ops **ops, void **ctx);
+/* The child-process backend: *ops and *ctx for an mla_engine. name is the engine ("plugin:PATH"),
+ * resolved by the registry in the child (a whole-model plugin, or the hybrid: the reference with the
+ * plugin's attention operator); its refusals keep their status (NOT_FOUND, VERSION, FORMAT: exit 2).
+ * model is the one load() will be given (it must exist before the fork). */
+mla_status mla_pchild_open(const char *name, const mla_model *model, const mla_backend_ops **ops, void **ctx);
 
 /* MLA_ERR_DEVICE with the reason when the child of ctx (from mla_pchild_open) is gone, else MLA_OK:
  * supports() answers 0 for a dead child, and the opener must not take that for "not supported". */

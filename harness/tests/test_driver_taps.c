@@ -1,7 +1,8 @@
 /* test_driver_taps.c: a tap an engine returns is checked before it is copied. A fake engine (the
- * reference with its read_tap wrapped) returns short, NULL, mis-shaped and wrongly-ranked taps: the
- * drive fails with MLA_ERR_FORMAT naming engine, layer, tap and the expected shape (no overflow:
- * the sanitizer pass runs this under ASan). */
+ * reference with its read_tap wrapped) returns short, NULL, mis-shaped, wrongly-ranked and unknown-dtype
+ * taps: the drive fails with MLA_ERR_DEVICE (the engine's error, exit 3: the input was fine) naming
+ * engine, layer, tap, what came and what was expected (no overflow: the sanitizer pass runs this under
+ * ASan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +19,7 @@
 #include "mlacheck/dumpcmp.h"
 #include "mlacheck/engine_registry.h"
 
-typedef enum { BAD_NONE, BAD_SHORT, BAD_NULL, BAD_WIDTH, BAD_RANK } bad_kind;
+typedef enum { BAD_NONE, BAD_SHORT, BAD_NULL, BAD_WIDTH, BAD_RANK, BAD_DTYPE } bad_kind;
 
 static const mla_backend_ops *real;
 static bad_kind bad;
@@ -49,6 +50,7 @@ static mla_status bad_read_tap(void *ctx, int layer, mla_tap tap, mla_tensor **o
         break;
     case BAD_WIDTH: t->shape[t->ndim - 1] += 1; break;
     case BAD_RANK: t->ndim += 1; t->shape[t->ndim - 1] = 1; break;
+    case BAD_DTYPE: t->dtype = (mla_dtype)99; break; /* no mla_dtype: its element size is unknown */
     }
     return MLA_OK;
 }
@@ -83,7 +85,7 @@ static void drive_bad(bad_kind k, mla_tap tap, int layer, const char *want)
         mla_dump_free(d[0]);
         mla_dump_free(d[1]);
     } else {
-        assert_int_equal(st, MLA_ERR_FORMAT);
+        assert_int_equal(st, MLA_ERR_DEVICE);
         const char *msg = mla_last_error();
         print_message("%s\n", msg);
         assert_non_null(strstr(msg, "engine ref"));
@@ -112,7 +114,8 @@ static void test_short_tap_refused(void **state)
 static void test_null_tap_refused(void **state)
 {
     (void)state;
-    drive_bad(BAD_NULL, MLA_TAP_ATTN_CORE, 0, "layer 0 tap attn_core: read_tap returned OK and no tensor");
+    drive_bad(BAD_NULL, MLA_TAP_ATTN_CORE, 0,
+              "layer 0 tap attn_core: read_tap returned OK and no tensor, expected one of shape [14,");
 }
 
 static void test_wrong_width_refused(void **state)
@@ -125,6 +128,13 @@ static void test_wrong_rank_refused(void **state)
 {
     (void)state;
     drive_bad(BAD_RANK, MLA_TAP_ATTN_CORE, 0, "(rank ");
+}
+
+static void test_unknown_dtype_refused(void **state)
+{
+    (void)state;
+    drive_bad(BAD_DTYPE, MLA_TAP_KV_C, 1,
+              "layer 1 tap kv_c: read_tap returned dtype 99, expected a tensor with data of a known dtype");
 }
 
 /* Every call's taps are kept: on the decode path q_absorbed holds the decoded rows (the prefill call
@@ -268,7 +278,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_taps_pass),     cmocka_unit_test(test_short_tap_refused),
         cmocka_unit_test(test_null_tap_refused),   cmocka_unit_test(test_wrong_width_refused),
-        cmocka_unit_test(test_wrong_rank_refused), cmocka_unit_test(test_decode_keeps_q_absorbed),
+        cmocka_unit_test(test_wrong_rank_refused), cmocka_unit_test(test_unknown_dtype_refused),
+        cmocka_unit_test(test_decode_keeps_q_absorbed),
         cmocka_unit_test(test_staggered_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,7 +40,7 @@ mla_sched_plan mla_sched_plan_of(int sched_seed, int index, const int32_t *token
 typedef struct mla_engine {
     const mla_backend_ops *ops;
     void *ctx;
-    char name[64];
+    char name[520]; /* the engine as opened: "plugin:" and a path (messages name the whole path) */
 } mla_engine;
 
 /* Create and load an engine by name: "ref", "gpu" (when built) or "plugin:<path.so>". */

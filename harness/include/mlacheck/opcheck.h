@@ -47,6 +47,8 @@ typedef struct mla_opcase_result {
     char why[320];                    /* FAIL: the failing tensor(s); SKIP: the declined feature;
                                          ERROR: the status and its detail */
     double seconds;                   /* candidate + reference */
+    mla_status status;                /* ERROR: the candidate's status (MLA_ERR_DEVICE: its process
+                                         crashed, exited or hung) */
 } mla_opcase_result;
 
 typedef struct mla_opcheck_opts {
@@ -63,6 +65,7 @@ typedef struct mla_opcheck_summary {
     int n_cases, n_pass, n_fail, n_skip, n_error;
     char first_fail[96];              /* name of the first FAIL or ERROR case ("" when none) */
     char first_why[320];
+    mla_status first_error_status;    /* the status of the first ERROR case (MLA_OK when none) */
 } mla_opcheck_summary;
 
 /* Names of the built-in operator suites, NULL-terminated: "ops-smoke", "ops-full". */
@@ -117,6 +120,25 @@ mla_status mla_opcheck_report_case(struct mla_rep_run *rep, const mla_opcase *c,
  * without supports or without both entries), MLA_ERR_INVALID (bad name). The engine registry opens it
  * (engine_registry.h): once per path, the library stays loaded. */
 mla_status mla_opcheck_open(const char *engine, const mla_attn_ops **out);
+
+/* An operator engine for a suite run, as `mlacheck ops --engine` opens it: "ref" in this process;
+ * "plugin:<path.so>" in a child process (harness/src/opcheck_child.c): the library is loaded,
+ * registered and called there, each case within MLA_PLUGIN_TIMEOUT_S seconds (default 600), so a
+ * plugin that crashes, aborts, exits or hangs ends only its own case (MLA_PLUGIN_CHILD=0 calls it in
+ * this process). Errors: mla_opcheck_open's (a plugin that does not load or register is refused with
+ * its status), MLA_ERR_DEVICE when the plugin's process died or hung while loading (the message names
+ * the plugin file, the entry point and the signal or exit status), MLA_ERR_INVALID for a bad
+ * MLA_PLUGIN_TIMEOUT_S. Close with mla_opcheck_engine_close. */
+typedef struct mla_opcheck_engine mla_opcheck_engine;
+mla_status mla_opcheck_engine_open(const char *engine, mla_opcheck_engine **out);
+
+/* As mla_opcheck_run_suite, through e: a case whose plugin process crashes, exits or hangs is an
+ * ERROR verdict with status MLA_ERR_DEVICE and the reason as why ("engine plugin:lib.so: mha
+ * crashed: the plugin process died of signal 11 (Segmentation fault)"); the next case runs in a
+ * fresh process. */
+mla_status mla_opcheck_run_engine(const char *which, mla_opcheck_engine *e, const mla_opcheck_opts *o,
+                                  mla_opcheck_summary *summary, mla_opcase_result **results);
+void mla_opcheck_engine_close(mla_opcheck_engine *e);
 
 /* Profile name of a cache format for rule matching: bf16, fp8kv, fp8ds, f32. */
 const char *mla_opcheck_profile_name(mla_kv_format f);

@@ -34,7 +34,10 @@
  * All strides are implied (contiguous, outermost first). Pointers are borrowed for the call.
  *
  * Rules for plugin authors: never exit or print to stdout; return mla_status codes; do not keep
- * pointers past the call; be thread-compatible (the harness calls from one thread). */
+ * pointers past the call; be thread-compatible (the harness calls from one thread).
+ * `mlacheck ops` and `run` load and call a library plugin in a child process with a time limit per
+ * call (MLA_PLUGIN_TIMEOUT_S, default 600 s): a crash, exit or hang, in the register function too,
+ * is an engine error (exit 3) naming the entry point. */
 #ifndef MLA_ATTN_OP_H
 #define MLA_ATTN_OP_H
 
