@@ -54,8 +54,10 @@ static int cal_suite(const char *name, const mla_rules *rules, const mla_runner_
                 tot.first_error);
         code = CLI_EXIT_ENGINE;
     } else {
-        printf("calibrate: suite %s: %d checks passed, %d failed (measured all the same), in %.1f s; run %s\n", s->name, tot.pass,
-               tot.fail, now_s() - t0, out);
+        char k[32] = "";
+        if (ro->reseed) snprintf(k, sizeof k, " --reseed %u", ro->reseed);
+        printf("calibrate: suite %s%s: %d checks passed, %d failed (measured all the same), in %.1f s; run %s\n", s->name,
+               k, tot.pass, tot.fail, now_s() - t0, out);
         snprintf(mp, sizeof mp, "%s/metrics.tsv", out);
         mla_metrics m = {0};
         if ((st = mla_metrics_load(mp, &m)) || (st = mla_calib_add(set, &m, rules))) {
@@ -100,7 +102,7 @@ static void cal_print(const mla_calib_table *t)
 int cli_calibrate(int argc, char **argv)
 {
     const char *suites[CAL_MAX_INPUTS], *froms[CAL_MAX_INPUTS];
-    int n_suites = 0, n_froms = 0, quiet = 0;
+    int n_suites = 0, n_froms = 0, quiet = 0, reseeds = 1;
     const char *out = NULL, *rules_out = NULL, *results = NULL;
     double k = MLA_CALIB_K;
     mla_runner_opts ro = {0};
@@ -129,6 +131,9 @@ int cli_calibrate(int argc, char **argv)
             if (end == optarg || *end) k = 0; /* refused below */
             break;
         }
+        case 'S':
+            if (cli_parse_int("calibrate", "--reseeds", optarg, 1, 1 << 20, &reseeds)) return CLI_EXIT_USAGE;
+            break;
         case 'o': out = optarg; break;
         case 'R': rules_out = optarg; break;
         case 'r': results = optarg; break;
@@ -204,7 +209,13 @@ int cli_calibrate(int argc, char **argv)
         return CLI_EXIT_ENGINE;
     }
     int code = 0;
-    for (int i = 0; i < n_suites && !code; i++) code = cal_suite(suites[i], rules, &ro, results, set);
+    /* more workloads of the same suites (mlacheck/reseed.h): the tail of the benign error, which one
+     * fixed set of prompts can miss (20 reseeded ci runs found 3 false alarms at 2026-12-01's limits) */
+    for (int i = 0; i < n_suites && !code; i++)
+        for (int r = 0; r < reseeds && !code; r++) {
+            ro.reseed = (unsigned)r;
+            code = cal_suite(suites[i], rules, &ro, results, set);
+        }
     for (int i = 0; i < n_froms && !code; i++) code = cal_from(froms[i], rules, set);
     mla_calib_table t;
     mla_status st = mla_calib_end(set, k, source, &t);

@@ -113,6 +113,8 @@ static const cli_opt calibrate_opts[] = {
     {"case", 'c', 0, CLI_NAME, "NAME", "run only this case"},
     {"kv-splits", 'K', 0, CLI_INT, "N", "KV split count passed to the engines"},
     {"k", 'k', 0, CLI_NUM, "X", "proposed limit = X times the measured maximum (default 3)"},
+    {"reseeds", 'S', 0, CLI_INT, "N",
+     "measure N workloads of each suite: as written and under --reseed 1 .. N-1 (default 1: as written)"},
     {"out", 'o', 0, CLI_FILE, "FILE.tsv", "the calibration table (default suites/calibration/SUITE.tsv)"},
     {"rules-out", 'R', 0, CLI_FILE, "FILE.tol", "the proposed rules.tol lines (default: the table's name, .tol)"},
     {"results", 'r', 0, CLI_DIR, "DIR", "where the runs' results folders go (default results/)"},
