@@ -7,6 +7,8 @@
 #   gpu     the gpu suite with the engine's default kernels
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
+#   reseed  false-alarm hunt: the gpu suite under --reseed 1 .. RESEEDS (default 20), PAR runs at a time
+#           (default 8; OpenBLAS one thread each; gpu/tools/reseed_runs.sh), $OUT/reseed.tsv
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
@@ -77,5 +79,11 @@ if want long; then
         stdbuf -oL $M run --suite gpu-long --case $c --results $R 2>&1 | tee "$OUTDIR/gpu-long-$c.log" | tail -25
         echo "gpu-long $c: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     done
+fi
+if want reseed; then
+    t0=$(date +%s)
+    bash gpu/tools/reseed_runs.sh $M gpu "${RESEEDS:-20}" "${PAR:-8}" $R/reseed
+    echo "reseed: exit $? in $(( $(date +%s) - t0 )) s"
+    cp $R/reseed/reseed.tsv $R/reseed/reseed-failures.txt "$OUTDIR/"
 fi
 tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' $R

@@ -1,0 +1,25 @@
+#!/bin/bash
+# reseed_runs.sh MLACHECK SUITE N PAR DIR: the false-alarm hunt of issue 10: SUITE under --reseed 1 .. N
+# (other valid workloads under the same limits; mlacheck/reseed.h), PAR runs at a time with OpenBLAS on
+# one thread each, results under DIR/reseed-K. Prints one line a run (K, exit status, its summary
+# line) into DIR/reseed.tsv and the failing checks into DIR/reseed-failures.txt; exit 0 when every
+# run passed, 1 otherwise. device_suite.sh `reseed` runs it on the GPU machine for the gpu suite.
+set -u -o pipefail
+m=$1 suite=$2 n=$3 par=$4 dir=$5
+mkdir -p "$dir" || exit 2
+rm -f "$dir/reseed.rc"
+one() { # K: one reseeded run; its exit status appended to reseed.rc
+    "$m" run --suite "$suite" --reseed "$1" --results "$dir/reseed-$1" >"$dir/reseed-$1.log" 2>&1
+    printf '%s\t%s\n' "$1" "$?" >>"$dir/reseed.rc"
+}
+export -f one
+export m suite dir
+seq 1 "$n" | OPENBLAS_NUM_THREADS=1 xargs -P "$par" -I{} bash -c 'one {}'
+sort -n "$dir/reseed.rc" | while IFS=$'\t' read -r k rc; do
+    printf '%s\t%s\t%s\n' "$k" "$rc" "$(grep -m1 -o "mlacheck run: suite $suite --reseed $k: [^;]*" "$dir/reseed-$k.log")"
+done >"$dir/reseed.tsv"
+cat "$dir/reseed.tsv"
+grep -h '\*\*FAIL' "$dir"/reseed-*/*/summary.md 2>/dev/null | cut -c1-300 >"$dir/reseed-failures.txt"
+bad=$(awk -F'\t' '$2 != 0' "$dir/reseed.tsv" | wc -l)
+echo "reseed_runs: suite $suite, $n runs, $bad not passing; failing checks in $dir/reseed-failures.txt"
+[ "$bad" -eq 0 ]
