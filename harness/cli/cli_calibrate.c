@@ -210,7 +210,7 @@ int cli_calibrate(int argc, char **argv)
     }
     int code = 0;
     /* more workloads of the same suites (mlacheck/reseed.h): the tail of the benign error, which one
-     * fixed set of prompts can miss: 8 of 20 ci runs under --reseed 1 .. 20 failed at 41a2710.s limits) */
+     * fixed set of prompts can miss (8 of 20 ci runs under --reseed 1 .. 20 failed at 41a2710's limits) */
     for (int i = 0; i < n_suites && !code; i++)
         for (int r = 0; r < reseeds && !code; r++) {
             ro.reseed = (unsigned)r;
