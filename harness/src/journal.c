@@ -4,6 +4,7 @@
  * finished one are written by the same code from the same facts. */
 #include "mlacheck/journal.h"
 
+#include "mla_core/hash.h"
 #include "mlacheck/metrics.h"
 #include "report_internal.h"
 
@@ -176,21 +177,16 @@ mla_status mla_jnl_set_units(mla_jnl *j, int units)
     return put_line(j, json_pack("{s:i}", "units", units));
 }
 
-/* FNV-1a of a string and its terminator, continuing h. */
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    do h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    while (*s++);
-    return h;
-}
-
 /* The provenance (engine, model, device, reseed, ... as the run adds them) as one line whenever it
  * changed, so a rebuilt report names what the run ran on. */
 static mla_status put_props(mla_jnl *j)
 {
     const mla_rep_run *r = j->rep;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < r->n_props; i++) h = fnv(fnv(h, r->props[i].key), r->props[i].value);
+    uint64_t h = MLA_FNV1A_INIT; /* each string with its NUL, so key and value cannot run together */
+    for (size_t i = 0; i < r->n_props; i++) {
+        h = mla_fnv1a(h, r->props[i].key, strlen(r->props[i].key) + 1);
+        h = mla_fnv1a(h, r->props[i].value, strlen(r->props[i].value) + 1);
+    }
     if (!r->n_props || h == j->props_hash) return MLA_OK;
     json_t *o = json_object();
     for (size_t i = 0; o && i < r->n_props; i++) json_object_set_new(o, r->props[i].key, json_string(r->props[i].value));
