@@ -42,6 +42,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 
 #include <cuda_fp16.h>
 
+#include "gpu_decode_mma.h"
 #include "gpu_mma.h"
 
 #define DM_THREADS 256
@@ -49,16 +50,6 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 #define DM_CMAX 512 /* kv_lora_rank */
 #define DM_LMAX 576 /* kv_lora_rank + rope dim, padded to 16 */
 
-/* Shapes every block of one launch shares, computed on the host. */
-typedef struct dm_geom {
-    int lp;       /* C + R rounded up to 16 (the MMA k step); pad columns are zero in Q and K */
-    int ldk;      /* row stride of Q and K tiles in bf16 elements: 8 (mod 64), so 8 rows of an ldmatrix hit 8 bank groups */
-    int rb;       /* raw (fp8) row stride in bytes, a multiple of 16 */
-    float q_div;  /* an fp8 query's q_scale (1 otherwise): Q holds q / q_div, the codes */
-    float s_mul;  /* softmax scale x log2(e) x q_div x k_scale: scores in base 2 */
-    float o_mul;  /* k_scale of an fp8 cache (1 otherwise) */
-    int p_split;  /* MLA_GPU_MMA_P=split: P as bf16 hi + lo (two PV products, ~fp32 P) instead of bf16(P) */
-} dm_geom;
 
 /* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
  * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
@@ -158,15 +149,6 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
         *reinterpret_cast<uint4 *>(dst + e) =
             make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
     }
-}
-
-/* Q fragment (rows qrow.., columns k0..k0 + 15) of A's layout (gpu_mma.h), built from the fp32 query
- * rows: bf16 values already, so the rounding here is exact (NUMERICS.md). */
-__device__ __forceinline__ float dm_q(const gpu_decode_args &a, const dm_geom &g, int t, int h, int e)
-{
-    const int C = a.kv.codec.c, L = C + a.kv.codec.r;
-    if (h >= a.h || e >= L) return 0.0f;
-    return (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
 }
 
 /* MT m-tiles of 16 heads, NK-key tiles, RAW: fp8 rows widened in shared memory, NST pipeline stages,
@@ -440,7 +422,7 @@ extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
            (f == MLA_KV_BF16 || f == MLA_KV_FP8 || f == MLA_KV_FP8_DS);
 }
 
-static dm_geom dm_geometry(const gpu_decode_args *a)
+dm_geom dm_geometry(const gpu_decode_args *a)
 {
     const mla_kv_codec &k = a->kv.codec;
     dm_geom g;
@@ -500,6 +482,13 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma decode: C %d, R %d, row %d bytes do not fit", a->kv.codec.c,
                           a->kv.codec.r, a->kv.row_bytes);
     const dm_geom g = dm_geometry(a);
+    static int wg = -1; /* MLA_GPU_DECODE_WG=1: the wgmma kernel where it fits (new: its 64-key tiles above
+                         * 32 heads are not yet what mla_attn_tc_tile tells the reference) */
+    if (wg < 0) {
+        const char *e = getenv("MLA_GPU_DECODE_WG");
+        wg = e && !strcmp(e, "1");
+    }
+    if (wg && gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
     if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h)) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: mma decode tile disagrees with mla_attn_tc_tile");
