@@ -42,6 +42,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 
 #include <cuda_fp16.h>
 
+#include "gpu_decode_mma.h"
 #include "gpu_mma.h"
 
 #define DM_THREADS 256
@@ -49,16 +50,6 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 #define DM_CMAX 512 /* kv_lora_rank */
 #define DM_LMAX 576 /* kv_lora_rank + rope dim, padded to 16 */
 
-/* Shapes every block of one launch shares, computed on the host. */
-typedef struct dm_geom {
-    int lp;       /* C + R rounded up to 16 (the MMA k step); pad columns are zero in Q and K */
-    int ldk;      /* row stride of Q and K tiles in bf16 elements: 8 (mod 64), so 8 rows of an ldmatrix hit 8 bank groups */
-    int rb;       /* raw (fp8) row stride in bytes, a multiple of 16 */
-    float q_div;  /* an fp8 query's q_scale (1 otherwise): Q holds q / q_div, the codes */
-    float s_mul;  /* softmax scale x log2(e) x q_div x k_scale: scores in base 2 */
-    float o_mul;  /* k_scale of an fp8 cache (1 otherwise) */
-    int p_split;  /* MLA_GPU_MMA_P=split: P as bf16 hi + lo (two PV products, ~fp32 P) instead of bf16(P) */
-} dm_geom;
 
 /* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
  * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
@@ -127,6 +118,7 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
     constexpr int tpr = DM_THREADS / NK;
     const int C = kv.codec.c, fnuz = kv.codec.fp8_fnuz, ds = kv.codec.format == MLA_KV_FP8_DS;
     const int fast_end = ds ? C : C + kv.codec.r, j = threadIdx.x / tpr; /* codes, eight at a time */
+    const int ds_tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE, rope16 = ds && (C + 4 * ds_tiles) % 16 == 0;
     const uint8_t *row = raw + (size_t)j * g.rb;
     uint16_t *dst = kb + (size_t)j * g.ldk;
     for (int e = (threadIdx.x % tpr) * 8; e < g.lp; e += tpr * 8) {
@@ -147,6 +139,9 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
             }
 #pragma unroll
             for (int k = 0; k < 8; k++) v[k] *= sc;
+        } else if (rope16 && e >= C && e + 8 <= C + kv.codec.r) { /* fp8_ds_mla's bf16 rope part: copied as is */
+            *reinterpret_cast<uint4 *>(dst + e) = *reinterpret_cast<const uint4 *>(row + C + 4 * ds_tiles + 2 * (e - C));
+            continue;
         } else {
 #pragma unroll
             for (int k = 0; k < 8; k++) v[k] = dm_raw_one(kv, row, e + k);
@@ -156,16 +151,20 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
     }
 }
 
-template <int MT, int NK, int RAW>
+/* MT m-tiles of 16 heads, NK-key tiles, RAW: fp8 rows widened in shared memory, NST pipeline stages,
+ * QREG: the query's A fragments held in registers for the whole block (16 rows per warp, 144
+ * registers at C + R 576) instead of re-read from shared memory for every tile. */
+template <int MT, int NK, int RAW, int NST, int QREG>
 __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_args a, dm_geom g)
 {
     constexpr int HM = 16 * MT, WPM = DM_WARPS / MT, NTS = NK / 8 / WPM, PMAX = DM_CMAX / 16 / WPM, LDP = NK + 8;
+    constexpr int KSQ = QREG ? DM_LMAX / 16 : 1;
     static_assert(NTS >= 1 && (NTS == 1 || NTS % 2 == 0), "S n-tiles per warp: 1 or even");
     extern __shared__ __align__(16) uint8_t dm_mem[];
     uint16_t *qs = reinterpret_cast<uint16_t *>(dm_mem);
-    uint16_t *kb = qs + HM * g.ldk;                                      /* RAW: one bf16 tile; else two stages */
-    uint8_t *raw = reinterpret_cast<uint8_t *>(kb + (RAW ? 1 : 2) * NK * g.ldk); /* RAW: two stages */
-    uint16_t *ps = reinterpret_cast<uint16_t *>(raw + (RAW ? 2 * NK * g.rb : 0)), *ps_lo = ps + HM * LDP;
+    uint16_t *kb = qs + (QREG ? 0 : HM * g.ldk);                              /* RAW: one bf16 tile; else NST stages */
+    uint8_t *raw = reinterpret_cast<uint8_t *>(kb + (RAW ? 1 : NST) * NK * g.ldk); /* RAW: NST stages */
+    uint16_t *ps = reinterpret_cast<uint16_t *>(raw + (RAW ? NST * NK * g.rb : 0)), *ps_lo = ps + HM * LDP;
     float *red_m = reinterpret_cast<float *>(ps_lo + (g.p_split ? HM * LDP : 0)), *red_l = red_m + MT * WPM * 16;
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, mt = warp / WPM, sub = warp % WPM;
@@ -177,28 +176,40 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
     const int per = (total + a.splits - 1) / a.splits;
     const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + NK - 1) / NK;
 
-    /* Tile k goes to stage k & 1 (raw rows for fp8, else the bf16 K tile) and is commit group k. A
-     * stage is refilled as soon as it is consumed, so while a block waits for tile i + 1, tile i + 2
-     * is in flight too. */
+    /* Tile k goes to stage k % NST (raw rows for fp8, else the bf16 K tile) and is commit group k. A
+     * stage is refilled as soon as it is consumed, so while a block waits for tile i + 1, tiles up to
+     * i + NST are in flight (the v2 kernel had two stages: one tile in flight during the MMAs). */
     auto issue = [&](int k) {
         if (k >= ntiles) return;
-        const int c = j0 + k * NK;
-        uint8_t *dst = RAW ? raw + (k & 1) * NK * g.rb : reinterpret_cast<uint8_t *>(kb + (k & 1) * NK * g.ldk);
+        const int c = j0 + k * NK, st = k % NST;
+        uint8_t *dst = RAW ? raw + st * NK * g.rb : reinterpret_cast<uint8_t *>(kb + st * NK * g.ldk);
         dm_load<NK>(a.kv, s.slot, c, min(NK, j1 - c), dst, RAW ? g.rb : g.ldk * 2);
     };
-    issue(0); /* the first two tiles in flight while Q is converted */
-    tc_commit();
-    issue(1);
-    tc_commit();
-    for (int i = tid; i < HM * g.lp; i += DM_THREADS) {
-        int row = i / g.lp, e = i - row * g.lp, h = h0 + row;
-        float v = 0.0f;
-        if (h < a.h && e < L)
-            v = (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
-        qs[row * g.ldk + e] = (uint16_t)(tc_pack(v, 0.0f) & 0xffffu);
+#pragma unroll
+    for (int k = 0; k < NST; k++) { /* every stage in flight while Q is converted */
+        issue(k);
+        tc_commit();
     }
-    if (!RAW) /* pad columns [L, lp) of both K stages: cp.async writes only [0, L) */
-        for (int i = tid; i < 2 * NK * (g.lp - L); i += DM_THREADS) {
+    const int qrow = mt * 16;
+    uint32_t qf[KSQ][4];
+    if (QREG) {
+        const int r0 = h0 + qrow + gq;
+#pragma unroll
+        for (int ks = 0; ks < KSQ; ks++) {
+            const int e = ks * 16 + 2 * tq;
+            qf[ks][0] = tc_pack(dm_q(a, g, t, r0, e), dm_q(a, g, t, r0, e + 1));
+            qf[ks][1] = tc_pack(dm_q(a, g, t, r0 + 8, e), dm_q(a, g, t, r0 + 8, e + 1));
+            qf[ks][2] = tc_pack(dm_q(a, g, t, r0, e + 8), dm_q(a, g, t, r0, e + 9));
+            qf[ks][3] = tc_pack(dm_q(a, g, t, r0 + 8, e + 8), dm_q(a, g, t, r0 + 8, e + 9));
+        }
+    } else {
+        for (int i = tid; i < HM * g.lp; i += DM_THREADS) {
+            int row = i / g.lp, e = i - row * g.lp;
+            qs[row * g.ldk + e] = (uint16_t)(tc_pack(dm_q(a, g, t, h0 + row, e), 0.0f) & 0xffffu);
+        }
+    }
+    if (!RAW) /* pad columns [L, lp) of every K stage: cp.async writes only [0, L) */
+        for (int i = tid; i < NST * NK * (g.lp - L); i += DM_THREADS) {
             int row = i / (g.lp - L), e = L + i % (g.lp - L);
             kb[row * g.ldk + e] = 0;
         }
@@ -212,47 +223,66 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
 #pragma unroll
             for (int e = 0; e < 4; e++) o[p][k][e] = 0.0f;
     const int npair = C / 16, ppw = (npair + WPM - 1) / WPM, p0 = sub * ppw, p1 = min(p0 + ppw, npair);
-    const int kbase = sub * NTS * 8, qrow = mt * 16;
+    const int kbase = sub * NTS * 8;
 
     for (int it = 0; it < ntiles; it++) {
         const int c0 = j0 + it * NK, n = min(NK, j1 - c0);
-        tc_wait_one(); /* groups 0 .. it are complete: tile it has landed */
+        tc_wait<NST - 1>(); /* groups 0 .. it are complete: tile it has landed */
         __syncthreads(); /* ... for every thread's copies; everyone is done with tile it - 1 */
         const uint16_t *kt = kb;
         if (RAW) {
-            dm_widen<NK>(a.kv, g, raw + (it & 1) * NK * g.rb, kb, n);
-            __syncthreads(); /* raw stage it & 1 consumed */
-            issue(it + 2);
+            dm_widen<NK>(a.kv, g, raw + (it % NST) * NK * g.rb, kb, n);
+            __syncthreads(); /* raw stage it % NST consumed */
+            issue(it + NST);
             tc_commit();
         } else {
-            kt = kb + (it & 1) * NK * g.ldk;
+            kt = kb + (it % NST) * NK * g.ldk;
         }
 
-        /* S = Q K^T for this warp's rows and keys */
-        float sc[NTS][4];
+        /* S = Q K^T for this warp's rows and keys; even and odd k steps in two accumulators, so the
+         * MMAs of one n-tile are two dependency chains, not one */
+        float sc[NTS][4], sc2[NTS][4];
 #pragma unroll
         for (int k = 0; k < NTS; k++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) sc[k][e] = 0.0f;
+            for (int e = 0; e < 4; e++) sc[k][e] = sc2[k][e] = 0.0f;
         const uint32_t qa = tc_smem(qs + (qrow + lane % 16) * g.ldk + (lane / 16) * 8);
-        for (int k0 = 0; k0 < g.lp; k0 += 16) {
-            uint32_t af[4];
-            tc_ldsm4(af, qa + k0 * 2);
+        const uint32_t kaddr = NTS == 1 ? tc_smem(kt + (kbase + lane % 8) * g.ldk + ((lane / 8) % 2) * 8)
+                                        : tc_smem(kt + (kbase + lane % 8 + (lane / 16) * 8) * g.ldk + ((lane / 8) % 2) * 8);
+        auto step = [&](const uint32_t (&af)[4], int k0, float (&acc)[NTS][4]) {
             if (NTS == 1) {
                 uint32_t bf[2];
-                tc_ldsm2(bf, tc_smem(kt + (kbase + lane % 8) * g.ldk + k0 + ((lane / 8) % 2) * 8));
-                tc_mma(sc[0], af, bf[0], bf[1]);
+                tc_ldsm2(bf, kaddr + k0 * 2);
+                tc_mma(acc[0], af, bf[0], bf[1]);
             } else {
 #pragma unroll
                 for (int np = 0; np < NTS / 2; np++) {
                     uint32_t bf[4];
-                    tc_ldsm4(bf, tc_smem(kt + (kbase + np * 16 + lane % 8 + (lane / 16) * 8) * g.ldk + k0 +
-                                         ((lane / 8) % 2) * 8));
-                    tc_mma(sc[2 * np], af, bf[0], bf[1]);
-                    tc_mma(sc[2 * np + 1], af, bf[2], bf[3]);
+                    tc_ldsm4(bf, kaddr + (np * 16 * g.ldk + k0) * 2);
+                    tc_mma(acc[2 * np], af, bf[0], bf[1]);
+                    tc_mma(acc[2 * np + 1], af, bf[2], bf[3]);
+                }
+            }
+        };
+        if (QREG) {
+#pragma unroll
+            for (int ks = 0; ks < KSQ; ks++)
+                if (ks * 16 < g.lp) step(qf[ks], ks * 16, (ks & 1) ? sc2 : sc);
+        } else {
+            for (int k0 = 0; k0 < g.lp; k0 += 32) {
+                uint32_t af[4];
+                tc_ldsm4(af, qa + k0 * 2);
+                step(af, k0, sc);
+                if (k0 + 16 < g.lp) {
+                    tc_ldsm4(af, qa + (k0 + 16) * 2);
+                    step(af, k0 + 16, sc2);
                 }
             }
         }
+#pragma unroll
+        for (int k = 0; k < NTS; k++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sc[k][e] += sc2[k][e];
 
         /* online softmax (base 2): masked keys at -inf, row maxima over the m-tile's warps */
         float mx[2] = {-INFINITY, -INFINITY};
@@ -341,8 +371,8 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
             }
         }
         if (!RAW) {
-            __syncthreads(); /* K stage it & 1 consumed */
-            issue(it + 2);
+            __syncthreads(); /* K stage it % NST consumed */
+            issue(it + NST);
             tc_commit();
         }
     }
@@ -392,7 +422,7 @@ extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
            (f == MLA_KV_BF16 || f == MLA_KV_FP8 || f == MLA_KV_FP8_DS);
 }
 
-static dm_geom dm_geometry(const gpu_decode_args *a)
+dm_geom dm_geometry(const gpu_decode_args *a)
 {
     const mla_kv_codec &k = a->kv.codec;
     dm_geom g;
@@ -411,21 +441,39 @@ static dm_geom dm_geometry(const gpu_decode_args *a)
     return g;
 }
 
-template <int MT, int NK, int RAW> static mla_status dm_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+#define DM_SHM_MAX 232448 /* dynamic shared memory a block may opt into on sm_90 (227 KB) */
+
+/* Shared memory of one block: Q (unless in registers), K stages or the bf16 tile and raw stages, P
+ * (twice under p_split), the row reductions. */
+static size_t dm_shm(int mt, int nk, int raw, int nst, int qreg, const dm_geom &g)
 {
-    constexpr int HM = 16 * MT;
-    size_t shm = (size_t)HM * g.ldk * 2 + (size_t)(RAW ? 1 : 2) * NK * g.ldk * 2 + (RAW ? (size_t)2 * NK * g.rb : 0) +
-                 (size_t)(g.p_split ? 2 : 1) * HM * (NK + 8) * 2 + (size_t)2 * MT * (DM_WARPS / MT) * 16 * 4;
+    const size_t hm = 16 * (size_t)mt;
+    return (qreg ? 0 : hm * g.ldk * 2) + (size_t)(raw ? 1 : nst) * nk * g.ldk * 2 + (raw ? (size_t)nst * nk * g.rb : 0) +
+           (size_t)(g.p_split ? 2 : 1) * hm * (nk + 8) * 2 + (size_t)2 * mt * (DM_WARPS / mt) * 16 * 4;
+}
+
+template <int MT, int NK, int RAW, int NST> static mla_status dm_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    constexpr int HM = 16 * MT, QREG = MT <= 2;
+    const size_t shm = dm_shm(MT, NK, RAW, NST, QREG, g);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_mma<MT, NK, RAW>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_mma<MT, NK, RAW, NST, QREG>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + HM - 1) / HM, a->splits);
-    k_attn_decode_mma<MT, NK, RAW><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    k_attn_decode_mma<MT, NK, RAW, NST, QREG><<<grid, DM_THREADS, shm, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_mma");
     return MLA_OK;
+}
+
+/* The deep pipeline (3 stages of 64 rows, 4 of 32) where it fits in shared memory, else 2 stages. */
+template <int MT, int NK, int RAW> static mla_status dm_launch_st(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    constexpr int DEEP = NK == 64 ? 3 : 4;
+    if (dm_shm(MT, NK, RAW, DEEP, MT <= 2, g) <= DM_SHM_MAX) return dm_launch<MT, NK, RAW, DEEP>(st, a, g);
+    return dm_launch<MT, NK, RAW, 2>(st, a, g);
 }
 
 extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a)
@@ -434,12 +482,19 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma decode: C %d, R %d, row %d bytes do not fit", a->kv.codec.c,
                           a->kv.codec.r, a->kv.row_bytes);
     const dm_geom g = dm_geometry(a);
+    static int wg = -1; /* MLA_GPU_DECODE_WG=1: the wgmma kernel where it fits (new: its 64-key tiles above
+                         * 32 heads are not yet what mla_attn_tc_tile tells the reference) */
+    if (wg < 0) {
+        const char *e = getenv("MLA_GPU_DECODE_WG");
+        wg = e && !strcmp(e, "1");
+    }
+    if (wg && gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
     if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h)) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: mma decode tile disagrees with mla_attn_tc_tile");
-    if (mt == 1) return raw ? dm_launch<1, 64, 1>(st, a, g) : dm_launch<1, 64, 0>(st, a, g);
-    if (mt == 2) return raw ? dm_launch<2, 64, 1>(st, a, g) : dm_launch<2, 64, 0>(st, a, g);
-    return raw ? dm_launch<4, 32, 1>(st, a, g) : dm_launch<4, 32, 0>(st, a, g);
+    if (mt == 1) return raw ? dm_launch_st<1, 64, 1>(st, a, g) : dm_launch_st<1, 64, 0>(st, a, g);
+    if (mt == 2) return raw ? dm_launch_st<2, 64, 1>(st, a, g) : dm_launch_st<2, 64, 0>(st, a, g);
+    return raw ? dm_launch_st<4, 32, 1>(st, a, g) : dm_launch_st<4, 32, 0>(st, a, g);
 }
 
 #endif

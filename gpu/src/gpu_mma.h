@@ -20,6 +20,8 @@ template <int CH> __device__ __forceinline__ void tc_cp(uint32_t dst, const void
 }
 __device__ __forceinline__ void tc_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void tc_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+/* Wait until at most N commit groups are pending. */
+template <int N> __device__ __forceinline__ void tc_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ void tc_ldsm4(uint32_t (&r)[4], uint32_t addr)
 {

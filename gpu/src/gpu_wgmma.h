@@ -1,0 +1,97 @@
+/* gpu_wgmma.h: Hopper warpgroup MMA (wgmma, sm_90a) as the wgmma kernels use it: bf16 operands from
+ * shared memory in 128-byte-swizzled tiles, fp32 accumulators. NVIDIA only.
+ *
+ * Tiles: an atom is 64 bf16 columns x rows of 128 bytes, 16-byte chunk c of row r stored at chunk
+ * c ^ (r % 8) (wg_sw128); wider tiles are atoms side by side (a 64 x 576 tile: 9 atoms of 8 KB).
+ * K-major operand (rows are M or N, columns K): descriptor SBO = 1024 (eight rows), LBO unused, a k16
+ * step adds 32 bytes to the start address inside an atom. N-major operand (rows are K: V's rows are
+ * keys), read with the transpose bit: LBO = the stride between atoms along N, SBO = 1024 between
+ * eight-row groups along K (CUTLASS's canonical MN-major SW128 layout; gpu/bench/wgmma_probe.cu checks
+ * both encodings on the device).
+ * Accumulator of m64nNk16: warp w of the warpgroup holds rows 16 w + g and 16 w + g + 8 (lane 4 g + q);
+ * d[4 j + e] is column 8 j + 2 q + (e % 2) of row 16 w + g + 8 (e / 2). */
+#ifndef MLA_GPU_WGMMA_H
+#define MLA_GPU_WGMMA_H
+
+#include <stdint.h>
+
+#define WG_ATOM_ROW 128 /* bytes in a row of an atom */
+#define WG_MN_LBO_IS_ATOM 1 /* N-major: LBO is the atom stride (0: SBO is); the probe decides */
+
+/* Byte offset of element (r, k), k < 64, inside a 128-byte-swizzled atom. */
+__host__ __device__ __forceinline__ int wg_sw128(int r, int k) { return r * 128 + (((k / 8) ^ (r % 8)) * 16) + (k % 8) * 2; }
+
+/* Matrix descriptor: start >> 4 in [0, 14), LBO >> 4 in [16, 30), SBO >> 4 in [32, 46), layout in [62, 64)
+ * (1: 128-byte swizzle). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3ffff) >> 4) | (uint64_t)((lbo & 0x3ffff) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3ffff) >> 4) << 32 | (uint64_t)1 << 62;
+}
+/* K-major and N-major descriptors of the layouts above; atom: bytes between atoms along N. */
+__device__ __forceinline__ uint64_t wg_desc_k(uint32_t addr) { return wg_desc(addr, 16, 1024); }
+__device__ __forceinline__ uint64_t wg_desc_n(uint32_t addr, uint32_t atom)
+{
+    return WG_MN_LBO_IS_ATOM ? wg_desc(addr, atom, 1024) : wg_desc(addr, 1024, atom);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* Shared-memory writes of the generic proxy (st.shared, cp.async) made visible to wgmma's reads. */
+__device__ __forceinline__ void wg_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+#define WG_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_F16(d, i) WG_F8(d, i), WG_F8(d, i + 8)
+#define WG_F64(d, i) WG_F16(d, i), WG_F16(d, i + 16), WG_F16(d, i + 32), WG_F16(d, i + 48)
+
+/* d (64 x 32) += A . B^T, both K-major (S = Q K^T over 32 keys). */
+__device__ __forceinline__ void wg_m64n32_ss(float (&d)[16], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(d, 0)
+                 : "l"(da), "l"(db));
+}
+
+/* d (64 x 256) += A . B, A K-major, B N-major (O += P V over 256 output columns). */
+__device__ __forceinline__ void wg_m64n256_ss_tb(float (&d)[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,"
+                 "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,"
+                 "%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,"
+                 "%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,"
+                 "%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : WG_F64(d, 0), WG_F64(d, 64)
+                 : "l"(da), "l"(db));
+}
+
+/* d (64 x 64) += A . B^T, both K-major (prefill S = Q K^T over 64 keys). */
+__device__ __forceinline__ void wg_m64n64_ss(float (&d)[32], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(d, 0), WG_F16(d, 16)
+                 : "l"(da), "l"(db));
+}
+
+/* d (64 x 128) += A . B, A from registers (mma.sync's A fragment per warp: the S accumulator of
+ * columns 16 kk.. repacked as bf16 pairs), B N-major (prefill O += P V). */
+__device__ __forceinline__ void wg_m64n128_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,"
+                 "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+                 : WG_F64(d, 0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+#endif
