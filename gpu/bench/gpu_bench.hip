@@ -532,9 +532,10 @@ static void print_row(FILE *f, const result_row *r)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N] [--tsv FILE]\n"
+    fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N | --only-prefill N] [--tsv FILE]\n"
                     "  times the GPU attention kernels on the performance.md workloads (see gpu/NOTES.md);\n"
                     "  --kernels: decode kernels to time (default mma), --only: decode workload N alone (profiling),\n"
+                    "  --only-prefill: P1 workload N alone on the mma prefill kernel,\n"
                     "  --tsv: every row as tab-separated values\n");
 }
 
@@ -549,13 +550,15 @@ static void write_tsv(FILE *f, const result_row *r, int n)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, only = -1, want[3] = {0, 0, 1};
+    int quick = 0, only = -1, only_p = -1, want[3] = {0, 0, 1};
     const char *tsv = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = atoi(argv[++i]); /* one decode workload (its row of dw), no prefill: for profilers */
+        } else if (!strcmp(argv[i], "--only-prefill") && i + 1 < argc) {
+            only_p = atoi(argv[++i]); /* one P1 workload (its row of p1), mma prefill only, no decode */
         } else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
             tsv = argv[++i];
         } else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) {
@@ -611,7 +614,7 @@ int main(int argc, char **argv)
     int n = 0;
     for (int w = 0; w < (quick ? 6 : n_dw); w++)
         for (int k = 0; k < 3; k++)
-            if (want[k] && (only < 0 || only == w)) {
+            if (want[k] && only_p < 0 && (only < 0 || only == w)) {
                 bench_decode(&env, (mla_kv_format)dw[w][0], dw[w][1], dw[w][2], dw[w][3], dw[w][4],
                              (gpu_decode_kernel)k, dw[w][5], &rows[n]);
                 print_row(stdout, &rows[n++]);
@@ -623,7 +626,7 @@ int main(int argc, char **argv)
                                 {4, 4096, 128},  {1, 8192, 64},   {1, 8192, 16}}; /* P1 (b, s, h) */
     for (int k = 0; k < (only >= 0 ? 0 : quick ? 1 : 7); k++)
         for (int pk = 1; pk < 3; pk++) /* the query-tiled SIMT kernel (the old best) on the first 3 only */
-            if (pk == GPU_PREFILL_MMA || k < 3) {
+            if ((pk == GPU_PREFILL_MMA || k < 3) && (only_p < 0 || (only_p == k && pk == GPU_PREFILL_MMA))) {
                 bench_prefill(&env, p1[k][0], p1[k][1], p1[k][2], (gpu_prefill_kernel)pk, &rows[n]);
                 print_row(stdout, &rows[n++]);
                 fflush(stdout);

@@ -16,7 +16,9 @@
 #include <stdint.h>
 
 #define WG_ATOM_ROW 128 /* bytes in a row of an atom */
-#define WG_MN_LBO_IS_ATOM 1 /* N-major: LBO is the atom stride (0: SBO is); the probe decides */
+#ifndef WG_MN_LBO_IS_ATOM /* N-major: LBO is the atom stride (0: SBO is); wgmma_probe decides */
+#define WG_MN_LBO_IS_ATOM 1
+#endif
 
 /* Byte offset of element (r, k), k < 64, inside a 128-byte-swizzled atom. */
 __host__ __device__ __forceinline__ int wg_sw128(int r, int k) { return r * 128 + (((k / 8) ^ (r % 8)) * 16) + (k % 8) * 2; }
