@@ -482,15 +482,12 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma decode: C %d, R %d, row %d bytes do not fit", a->kv.codec.c,
                           a->kv.codec.r, a->kv.row_bytes);
     const dm_geom g = dm_geometry(a);
-    static int wg = -1; /* MLA_GPU_DECODE_WG=1: the wgmma kernel where it fits (new: its 64-key tiles above
-                         * 32 heads are not yet what mla_attn_tc_tile tells the reference) */
-    if (wg < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WG");
-        wg = e && !strcmp(e, "1");
-    }
-    if (wg && gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
+    /* more than 32 heads over DeepSeek's bf16 cache: the wgmma kernel (2.1x this one at 64 and 128 heads,
+     * H200 2026-12-01, gpu/bench/KERNELS.md) */
+    if (gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
-    if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h)) /* the tiles the reference emulates (attn_tc) */
+    const int wide = a->kv.codec.format == MLA_KV_BF16 && a->kv.codec.c == 512 && a->kv.codec.r == 64;
+    if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h, wide)) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: mma decode tile disagrees with mla_attn_tc_tile");
     if (mt == 1) return raw ? dm_launch_st<1, 64, 1>(st, a, g) : dm_launch_st<1, 64, 0>(st, a, g);
     if (mt == 2) return raw ? dm_launch_st<2, 64, 1>(st, a, g) : dm_launch_st<2, 64, 0>(st, a, g);

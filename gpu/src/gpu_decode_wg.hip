@@ -1,7 +1,6 @@
 /* gpu_decode_wg.hip: the absorbed decode on Hopper's warpgroup MMA (wgmma, sm_90a) for the
- * compute-bound shapes (64 or more heads), bf16 cache of C 512 + R 64 (DeepSeek-V2/V3's); chosen by
- * gpu_attn_decode_mma under MLA_GPU_DECODE_WG=1 while it is new (WIP: written in session 6 without a
- * device; run gpu/bench/wgmma_probe.cu, mla_gpu_check and mla_gpu_bench first).
+ * compute-bound shapes (more than 32 heads), bf16 cache of C 512 + R 64 (DeepSeek-V2/V3's);
+ * gpu_attn_decode_mma chooses it wherever it fits. 64-key tiles (mla_attn_tc_tile's wide_bf16).
  *
  * One block of two warpgroups owns one decode token, 64 heads (wgmma's M) and one KV split. A tile of
  * 64 cache rows is copied by cp.async into a 128-byte-swizzled 64 x 576 tile (9 atoms), two stages;

@@ -197,7 +197,7 @@ typedef enum { GPU_PREFILL_FIRST = 0, GPU_PREFILL_TILED = 1, GPU_PREFILL_MMA = 2
 mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
 int gpu_prefill_mma_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_args *a);
-/* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; MLA_GPU_PREFILL_WG=1 */
+/* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; gpu_attn_prefill_mma picks it */
 int gpu_prefill_wg_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);
 

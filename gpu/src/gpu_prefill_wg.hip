@@ -1,7 +1,5 @@
 /* gpu_prefill_wg.hip: the naive-form (MHA) prefill on Hopper's warpgroup MMA (wgmma, sm_90a), for
- * DeepSeek's d_qk 192 (P 128 + R 64) and d_v 128; chosen by gpu_attn_prefill_mma under
- * MLA_GPU_PREFILL_WG=1 while it is new (WIP: written in session 6 without a device; run
- * gpu/bench/wgmma_probe.cu, mla_gpu_check and mla_gpu_bench first).
+ * DeepSeek's d_qk 192 (P 128 + R 64) and d_v 128; gpu_attn_prefill_mma chooses it wherever it fits.
  *
  * FlashAttention-3's consumer shape without its producer warp: one block of two warpgroups owns 128
  * new-token rows of one sequence and one head, 64 rows a warpgroup. Key tiles of 64 rows (K = [k_nope |

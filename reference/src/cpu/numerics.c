@@ -9,6 +9,7 @@ void ref_numerics_resolve(const mla_config *cfg, const mla_run_opts *o, ref_nume
     unsigned F = o->faults;
     int low = o->profile != MLA_PROFILE_FP64;
     int want_q8 = o->profile == MLA_PROFILE_FP8KV && o->fp8_query;
+    int wide = mla_attn_tc_wide_bf16(o->profile, cfg->kv_lora_rank, cfg->qk_rope_head_dim);
     *nm = (ref_numerics){
         .round_bf16 = low,
         .round_f32 = low,
@@ -18,8 +19,8 @@ void ref_numerics_resolve(const mla_config *cfg, const mla_run_opts *o, ref_nume
         .q_fp8_type = (want_q8 && o->fp8_kind == MLA_FP8_FNUZ) ? MLA_E4M3FNUZ : MLA_E4M3FN,
         .q_fp8_scale = want_q8 ? (double)(float)o->q_scale : 1.0,
         /* tensor-core rounding of P belongs to the low-precision profiles; fp64 stays the exact oracle */
-        .p_tile_decode = low && o->attn_tc ? mla_attn_tc_tile(1, cfg->num_attention_heads) : 0,
-        .p_tile_prefill = low && o->attn_tc ? mla_attn_tc_tile(0, cfg->num_attention_heads) : 0,
+        .p_tile_decode = low && o->attn_tc ? mla_attn_tc_tile(1, cfg->num_attention_heads, wide) : 0,
+        .p_tile_prefill = low && o->attn_tc ? mla_attn_tc_tile(0, cfg->num_attention_heads, wide) : 0,
     };
     *f = (ref_faults){
         .softmax_scale = (F & MLA_FAULT(MLA_FAULT_NO_MSCALE))
