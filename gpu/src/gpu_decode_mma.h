@@ -28,7 +28,6 @@ __device__ __forceinline__ float dm_q(const gpu_decode_args &a, const dm_geom &g
     return (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
 }
 
-
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);

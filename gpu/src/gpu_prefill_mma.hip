@@ -10,9 +10,6 @@
  * by LSE in fp32. */
 #include "gpu_internal.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #if defined(MLA_GPU_HIP)
 
 extern "C" int gpu_prefill_mma_fits(int p, int r, int v)
