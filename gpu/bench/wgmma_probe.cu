@@ -11,9 +11,11 @@
  *                are keys, one tile of 64 keys x 576 serves Q K^T K-major and P V N-major); two N atoms,
  *                so the LBO/SBO pair that names the atom stride and the 8-row stride is told apart
  *   rA           A from registers (the S accumulator reused as P, FA3 style), B K-major sw128
+ *   mn-sw128 A   A given M-major (row k of 64 m values, swizzled), read with the transpose bit: the
+ *                V^T operand of the transposed decode (gpu_decode_wt.hip)
  * Values are small integers, so every correct layout gives D exactly (max |err| 0); a wrong one is
  * O(1). Prints one line per variant; exit 0 when the layouts the kernels will use (kmaj-sw128,
- * rA, one mn-sw128 encoding) are exact. */
+ * rA, one mn-sw128 encoding, mn-sw128 A) are exact. */
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
@@ -40,13 +42,13 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t s
     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
 
-template <int TB> __device__ __forceinline__ void wg_ss(float (&d)[64], uint64_t da, uint64_t db)
+template <int TA, int TB> __device__ __forceinline__ void wg_ss(float (&d)[64], uint64_t da, uint64_t db)
 {
     /* operands: d, a-desc, b-desc, scale-d (a predicate: accumulate), scale-a, scale-b, trans-a, trans-b */
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS64 ", %64, %65, p, 1, 1, 0, %66;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS64 ", %64, %65, p, 1, 1, %66, %67;\n}\n"
                  : WG_D64(d)
-                 : "l"(da), "l"(db), "n"(TB));
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
 }
 
 __device__ __forceinline__ void wg_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
@@ -69,9 +71,10 @@ __host__ __device__ int off_sw128(int r, int k) { return r * 128 + ((((k / 8) ^ 
 /* no swizzle: core matrix (r / 8, k / 8) at r / 8 * sbo + k / 8 * lbo, 8 rows of 16 bytes inside */
 __host__ __device__ int off_core(int r, int k, int lbo, int sbo) { return r / 8 * sbo + k / 8 * lbo + (r % 8) * 16 + (k % 8) * 2; }
 
-enum { V_KSW, V_KNONE_A, V_KNONE_B, V_MN1, V_MN2, V_RA, NV };
+enum { V_KSW, V_KNONE_A, V_KNONE_B, V_MN1, V_MN2, V_RA, V_MNA, NV };
 static const char *vname[NV] = {"kmaj-sw128 (SBO 1024)", "kmaj-none LBO 128 SBO 1024", "kmaj-none LBO 1024|2048 SBO 128",
-                                "mn-sw128 LBO 8192 SBO 1024", "mn-sw128 LBO 1024 SBO 8192", "rA + kmaj-sw128 B"};
+                                "mn-sw128 LBO 8192 SBO 1024", "mn-sw128 LBO 1024 SBO 8192", "rA + kmaj-sw128 B",
+                                "mn-sw128 A (trans-a) + kmaj B"};
 
 /* byte offset of element (k, n) of an N-major B^T (K = 64 rows): atom n / 64, row k, swizzled */
 __host__ __device__ int off_mn(int k, int n) { return n / 64 * (K * 128) + off_sw128(k, n % 64); }
@@ -86,6 +89,7 @@ __global__ void probe(const float *a, const float *b, float *out, int variant)
         __nv_bfloat16 va = __float2bfloat16(a[i]);
         if (variant == V_KNONE_A) oa = off_core(r, k, 128, 1024);
         else if (variant == V_KNONE_B) oa = off_core(r, k, 1024, 128);
+        else if (variant == V_MNA) oa = off_sw128(k, r); /* M-major: row k holds the 64 m values (one atom) */
         else oa = off_sw128(r, k);
         memcpy(sa + oa, &va, 2);
     }
@@ -121,7 +125,10 @@ __global__ void probe(const float *a, const float *b, float *out, int variant)
         if (variant == V_MN1 || variant == V_MN2) {
             /* N-major B: the k step moves 16 rows of 128 bytes */
             db = variant == V_MN1 ? desc(b0 + ks * 16 * 128, 8192, 1024, 1) : desc(b0 + ks * 16 * 128, 1024, 8192, 1);
-            wg_ss<1>(d, da, db);
+            wg_ss<0, 1>(d, da, db);
+        } else if (variant == V_MNA) {
+            /* M-major A, M = 64 in one atom: the k step moves 16 rows; the transposed decode's V^T */
+            wg_ss<1, 0>(d, desc(a0 + ks * 16 * 128, 8192, 1024, 1), db);
         } else if (variant == V_RA) {
             /* A fragment of rows 16 warp + g (+ 8), columns 16 ks + 2 q (+ 1, + 8, + 9): mma.sync's */
             uint32_t ar[4];
@@ -133,7 +140,7 @@ __global__ void probe(const float *a, const float *b, float *out, int variant)
             }
             wg_rs(d, ar, db);
         } else {
-            wg_ss<0>(d, da, db);
+            wg_ss<0, 0>(d, da, db);
         }
     }
     wg_commit();
@@ -180,5 +187,5 @@ int main(void)
         printf("%-32s max |err| %g%s\n", vname[v], worst, exact[v] ? "  (exact)" : "");
     }
     int mn = exact[V_MN1] || exact[V_MN2];
-    return exact[V_KSW] && exact[V_RA] && mn ? 0 : 1;
+    return exact[V_KSW] && exact[V_RA] && exact[V_MNA] && mn ? 0 : 1;
 }

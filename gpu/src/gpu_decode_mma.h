@@ -3,7 +3,12 @@
 #ifndef MLA_GPU_DECODE_MMA_H
 #define MLA_GPU_DECODE_MMA_H
 
+#include <cuda_fp16.h>
+
 #include "gpu_internal.h"
+#include "gpu_kv.h"
+#include "gpu_mma.h"
+#include "gpu_wgmma.h"
 
 /* Shapes every block of one launch shares, computed on the host. */
 typedef struct dm_geom {
@@ -28,8 +33,137 @@ __device__ __forceinline__ float dm_q(const gpu_decode_args &a, const dm_geom &g
     return (e < C ? a.q_abs[((int64_t)t * a.h + h) * C + e] : a.q_pe[((int64_t)t * a.h + h) * (L - C) + e - C]) / g.q_div;
 }
 
+#define DM_THREADS 256 /* every tensor-core decode kernel: 8 warps */
+
+/* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
+ * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
+ * mla_kv_e4m3_f32. */
+__device__ __forceinline__ float dm_e4m3(uint32_t code, int fnuz)
+{
+    uint32_t s = (code & 0x80u) << 24, mag = code & 0x7fu;
+    float v = __uint_as_float(s | mag << 20) * (fnuz ? 0x1p119f : 0x1p120f);
+    int nan = fnuz ? code == 0x80u : mag == 0x7fu;
+    return nan ? __uint_as_float(s | 0x7fc00000u) : v;
+}
+
+/* Rows [c0, c0 + NK) of the block's sequence into dst (stride bytes apart): row_bytes / CH copies each,
+ * by DM_THREADS / NK threads per row; rows at or past n are zero-filled, so P . V never meets the
+ * cache pool's NaN poison. */
+template <int CH, int NK>
+__device__ __forceinline__ void dm_load_rows(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
+{
+    const int tpr = DM_THREADS / NK, j = threadIdx.x / tpr, per_row = kv.row_bytes / CH;
+    const int ok = j < n;
+    const uint8_t *src = ok ? kv_row(kv, slot, c0 + j) : kv.pool;
+    const uint32_t d = tc_smem(dst + (size_t)j * stride);
+    for (int c = threadIdx.x % tpr; c < per_row; c += tpr) tc_cp<CH>(d + c * CH, src + (ok ? c * CH : 0), ok ? CH : 0);
+}
+
+template <int NK>
+__device__ __forceinline__ void dm_load(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
+{
+    if (kv.row_bytes % 16 == 0)
+        dm_load_rows<16, NK>(kv, slot, c0, n, dst, stride);
+    else if (kv.row_bytes % 8 == 0)
+        dm_load_rows<8, NK>(kv, slot, c0, n, dst, stride);
+    else
+        dm_load_rows<4, NK>(kv, slot, c0, n, dst, stride);
+}
+
+/* Element x (>= the four-at-a-time part) of a raw row, f32. */
+__device__ __forceinline__ float dm_raw_one(const gpu_kv_desc &kv, const uint8_t *row, int x)
+{
+    const int C = kv.codec.c, L = C + kv.codec.r, tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE;
+    if (x >= L) return 0.0f;
+    if (kv.codec.format != MLA_KV_FP8_DS) return dm_e4m3(row[x], kv.codec.fp8_fnuz);
+    uint16_t b;
+    memcpy(&b, row + C + 4 * tiles + 2 * (x - C), 2);
+    return mla_kv_bf16_f32(b);
+}
+
+/* Two e4m3fn codes (the low 16 bits) -> two f32, exact: the hardware conversion to f16x2 (every e4m3
+ * value, subnormals and NaN included, is an f16), then widened. */
+__device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
+{
+    uint32_t h2;
+    asm("{ .reg .b16 c; cvt.u16.u32 c, %1; cvt.rn.f16x2.e4m3x2 %0, c; }" : "=r"(h2) : "r"(two));
+    __half2 h = *reinterpret_cast<__half2 *>(&h2);
+    return __half22float2(h);
+}
+
+/* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n); off(j, e): the
+ * byte offset of row j's eight columns from e (the kernels' tile layouts differ). Thread
+ * (row tid / tpr, eight-column group tid % tpr + k tpr): no division, one row check. e4m3fn codes go
+ * through the hardware conversion (the first version decoded bit by bit and bound fp8 decode to
+ * ~400 GB/s on instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. */
+template <int NK, class Off>
+__device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t *__restrict__ raw,
+                         uint8_t *__restrict__ kb, int n, Off off)
+{
+    constexpr int tpr = DM_THREADS / NK;
+    const int C = kv.codec.c, fnuz = kv.codec.fp8_fnuz, ds = kv.codec.format == MLA_KV_FP8_DS;
+    const int fast_end = ds ? C : C + kv.codec.r, j = threadIdx.x / tpr; /* codes, eight at a time */
+    const int ds_tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE, rope16 = ds && (C + 4 * ds_tiles) % 16 == 0;
+    const uint8_t *row = raw + (size_t)j * g.rb;
+    for (int e = (threadIdx.x % tpr) * 8; e < g.lp; e += tpr * 8) {
+        float v[8];
+        if (j >= n) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = 0.0f;
+        } else if (e + 8 <= fast_end) {
+            const uint2 w = *reinterpret_cast<const uint2 *>(row + e);
+            const float sc = ds ? *reinterpret_cast<const float *>(row + C + 4 * (e / MLA_KV_DS_TILE)) : 1.0f;
+            if (!fnuz) {
+                float2 f0 = dm_e4m3x2(w.x), f1 = dm_e4m3x2(w.x >> 16), f2 = dm_e4m3x2(w.y), f3 = dm_e4m3x2(w.y >> 16);
+                v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
+                v[4] = f2.x; v[5] = f2.y; v[6] = f3.x; v[7] = f3.y;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[k] = dm_e4m3(((k < 4 ? w.x : w.y) >> (8 * (k % 4))) & 0xffu, 1);
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] *= sc;
+        } else if (rope16 && e >= C && e + 8 <= C + kv.codec.r) { /* fp8_ds_mla's bf16 rope part: copied as is */
+            *reinterpret_cast<uint4 *>(kb + off(j, e)) = *reinterpret_cast<const uint4 *>(row + C + 4 * ds_tiles + 2 * (e - C));
+            continue;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = dm_raw_one(kv, row, e + k);
+        }
+        *reinterpret_cast<uint4 *>(kb + off(j, e)) =
+            make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
+    }
+}
+
+/* The wgmma decode kernels' cache tile (gpu_decode_wg.hip, gpu_decode_wt.hip): 64 rows of DeepSeek's
+ * kv_lora_rank 512 + rope 64 in bf16, 128-byte swizzled, 9 atoms side by side. */
+#define WD_NK 64                      /* keys a tile */
+#define WD_C 512                      /* kv_lora_rank */
+#define WD_L 576                      /* C + rope dim */
+#define WD_ATOM (64 * WG_ATOM_ROW)    /* one swizzled atom of 64 rows */
+#define WD_TILE (WD_L / 64 * WD_ATOM) /* 64 rows x 576 bf16: 9 atoms, 72 KB */
+
+/* Byte offset of element (r, e) of a 64 x 576 swizzled tile. */
+__device__ __forceinline__ int wd_off(int r, int e) { return e / 64 * WD_ATOM + wg_sw128(r, e % 64); }
+
+/* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies):
+ * row tid / 4, 16-byte chunks tid % 4 + 4 i of its 72; rows at or past end zero-filled (P . V never
+ * meets the pool's NaN poison). */
+__device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, int c, int end, uint8_t *tile)
+{
+    const int j = threadIdx.x / 4, ok = j < end - c;
+    const uint8_t *src = ok ? kv_row(kv, slot, c + j) : kv.pool;
+    const uint32_t d = tc_smem(tile);
+    for (int ch = threadIdx.x % 4; ch < WD_L / 8; ch += 4) tc_cp<16>(d + wd_off(j, ch * 8), src + (ok ? ch * 16 : 0), ok ? 16 : 0);
+}
+
+#define DM_SHM_MAX 232448 /* dynamic shared memory a block may opt into on sm_90 (227 KB) */
+
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
+/* The transposed wgmma decode (gpu_decode_wt.hip): up to 32 heads, C 512 + R 64 in bf16 or fp8. */
+int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
+mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 
 #endif

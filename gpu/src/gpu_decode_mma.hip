@@ -40,116 +40,13 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 
 #else
 
-#include <cuda_fp16.h>
-
 #include "gpu_decode_mma.h"
 #include "gpu_mma.h"
 
-#define DM_THREADS 256
 #define DM_WARPS 8
 #define DM_CMAX 512 /* kv_lora_rank */
 #define DM_LMAX 576 /* kv_lora_rank + rope dim, padded to 16 */
 
-
-/* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
- * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
- * mla_kv_e4m3_f32. */
-__device__ __forceinline__ float dm_e4m3(uint32_t code, int fnuz)
-{
-    uint32_t s = (code & 0x80u) << 24, mag = code & 0x7fu;
-    float v = __uint_as_float(s | mag << 20) * (fnuz ? 0x1p119f : 0x1p120f);
-    int nan = fnuz ? code == 0x80u : mag == 0x7fu;
-    return nan ? __uint_as_float(s | 0x7fc00000u) : v;
-}
-
-/* Rows [c0, c0 + NK) of the block's sequence into dst (stride bytes apart): row_bytes / CH copies each,
- * by DM_THREADS / NK threads per row; rows at or past n are zero-filled, so P . V never meets the
- * cache pool's NaN poison. */
-template <int CH, int NK>
-__device__ __forceinline__ void dm_load_rows(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
-{
-    const int tpr = DM_THREADS / NK, j = threadIdx.x / tpr, per_row = kv.row_bytes / CH;
-    const int ok = j < n;
-    const uint8_t *src = ok ? kv_row(kv, slot, c0 + j) : kv.pool;
-    const uint32_t d = tc_smem(dst + (size_t)j * stride);
-    for (int c = threadIdx.x % tpr; c < per_row; c += tpr) tc_cp<CH>(d + c * CH, src + (ok ? c * CH : 0), ok ? CH : 0);
-}
-
-template <int NK>
-__device__ __forceinline__ void dm_load(const gpu_kv_desc &kv, int slot, int c0, int n, uint8_t *dst, int stride)
-{
-    if (kv.row_bytes % 16 == 0)
-        dm_load_rows<16, NK>(kv, slot, c0, n, dst, stride);
-    else if (kv.row_bytes % 8 == 0)
-        dm_load_rows<8, NK>(kv, slot, c0, n, dst, stride);
-    else
-        dm_load_rows<4, NK>(kv, slot, c0, n, dst, stride);
-}
-
-/* Element x (>= the four-at-a-time part) of a raw row, f32. */
-__device__ __forceinline__ float dm_raw_one(const gpu_kv_desc &kv, const uint8_t *row, int x)
-{
-    const int C = kv.codec.c, L = C + kv.codec.r, tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE;
-    if (x >= L) return 0.0f;
-    if (kv.codec.format != MLA_KV_FP8_DS) return dm_e4m3(row[x], kv.codec.fp8_fnuz);
-    uint16_t b;
-    memcpy(&b, row + C + 4 * tiles + 2 * (x - C), 2);
-    return mla_kv_bf16_f32(b);
-}
-
-/* Two e4m3fn codes (the low 16 bits) -> two f32, exact: the hardware conversion to f16x2 (every e4m3
- * value, subnormals and NaN included, is an f16), then widened. */
-__device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
-{
-    uint32_t h2;
-    asm("{ .reg .b16 c; cvt.u16.u32 c, %1; cvt.rn.f16x2.e4m3x2 %0, c; }" : "=r"(h2) : "r"(two));
-    __half2 h = *reinterpret_cast<__half2 *>(&h2);
-    return __half22float2(h);
-}
-
-/* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n). Thread
- * (row tid / tpr, eight-column group tid % tpr + k tpr): no division, one row check. e4m3fn codes go
- * through the hardware conversion (the first version decoded bit by bit and bound fp8 decode to
- * ~400 GB/s on instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. */
-template <int NK>
-__device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t *__restrict__ raw,
-                         uint16_t *__restrict__ kb, int n)
-{
-    constexpr int tpr = DM_THREADS / NK;
-    const int C = kv.codec.c, fnuz = kv.codec.fp8_fnuz, ds = kv.codec.format == MLA_KV_FP8_DS;
-    const int fast_end = ds ? C : C + kv.codec.r, j = threadIdx.x / tpr; /* codes, eight at a time */
-    const int ds_tiles = (C + MLA_KV_DS_TILE - 1) / MLA_KV_DS_TILE, rope16 = ds && (C + 4 * ds_tiles) % 16 == 0;
-    const uint8_t *row = raw + (size_t)j * g.rb;
-    uint16_t *dst = kb + (size_t)j * g.ldk;
-    for (int e = (threadIdx.x % tpr) * 8; e < g.lp; e += tpr * 8) {
-        float v[8];
-        if (j >= n) {
-#pragma unroll
-            for (int k = 0; k < 8; k++) v[k] = 0.0f;
-        } else if (e + 8 <= fast_end) {
-            const uint2 w = *reinterpret_cast<const uint2 *>(row + e);
-            const float sc = ds ? *reinterpret_cast<const float *>(row + C + 4 * (e / MLA_KV_DS_TILE)) : 1.0f;
-            if (!fnuz) {
-                float2 f0 = dm_e4m3x2(w.x), f1 = dm_e4m3x2(w.x >> 16), f2 = dm_e4m3x2(w.y), f3 = dm_e4m3x2(w.y >> 16);
-                v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
-                v[4] = f2.x; v[5] = f2.y; v[6] = f3.x; v[7] = f3.y;
-            } else {
-#pragma unroll
-                for (int k = 0; k < 8; k++) v[k] = dm_e4m3(((k < 4 ? w.x : w.y) >> (8 * (k % 4))) & 0xffu, 1);
-            }
-#pragma unroll
-            for (int k = 0; k < 8; k++) v[k] *= sc;
-        } else if (rope16 && e >= C && e + 8 <= C + kv.codec.r) { /* fp8_ds_mla's bf16 rope part: copied as is */
-            *reinterpret_cast<uint4 *>(dst + e) = *reinterpret_cast<const uint4 *>(row + C + 4 * ds_tiles + 2 * (e - C));
-            continue;
-        } else {
-#pragma unroll
-            for (int k = 0; k < 8; k++) v[k] = dm_raw_one(kv, row, e + k);
-        }
-        *reinterpret_cast<uint4 *>(dst + e) =
-            make_uint4(tc_pack(v[0], v[1]), tc_pack(v[2], v[3]), tc_pack(v[4], v[5]), tc_pack(v[6], v[7]));
-    }
-}
 
 /* MT m-tiles of 16 heads, NK-key tiles, RAW: fp8 rows widened in shared memory, NST pipeline stages,
  * QREG: the query's A fragments held in registers for the whole block (16 rows per warp, 144
@@ -231,7 +128,8 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
         __syncthreads(); /* ... for every thread's copies; everyone is done with tile it - 1 */
         const uint16_t *kt = kb;
         if (RAW) {
-            dm_widen<NK>(a.kv, g, raw + (it % NST) * NK * g.rb, kb, n);
+            dm_widen<NK>(a.kv, g, raw + (it % NST) * NK * g.rb, reinterpret_cast<uint8_t *>(kb), n,
+                         [&](int j, int e) { return (j * g.ldk + e) * 2; });
             __syncthreads(); /* raw stage it % NST consumed */
             issue(it + NST);
             tc_commit();
@@ -441,8 +339,6 @@ dm_geom dm_geometry(const gpu_decode_args *a)
     return g;
 }
 
-#define DM_SHM_MAX 232448 /* dynamic shared memory a block may opt into on sm_90 (227 KB) */
-
 /* Shared memory of one block: Q (unless in registers), K stages or the bf16 tile and raw stages, P
  * (twice under p_split), the row reductions. */
 static size_t dm_shm(int mt, int nk, int raw, int nst, int qreg, const dm_geom &g)
@@ -485,6 +381,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     /* more than 32 heads over DeepSeek's bf16 cache: the wgmma kernel (2.1x this one at 64 and 128 heads,
      * H200 2026-12-01, gpu/bench/KERNELS.md) */
     if (gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
+    if (gpu_decode_wt_fits(&a->kv, a->h)) return gpu_attn_decode_wt(st, a, g); /* up to 32 heads over it, any format */
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
     /* wide_bf16 0: DeepSeek's bf16 cache above 32 heads went to the wgmma kernel above */
     if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h, 0)) /* the tiles the reference emulates (attn_tc) */

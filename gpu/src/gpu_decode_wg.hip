@@ -22,25 +22,15 @@
 #include <string.h>
 
 #include "gpu_decode_mma.h"
-#include "gpu_mma.h"
-#include "gpu_wgmma.h"
 
 #define WD_THREADS 256
 #define WD_HM 64                    /* heads a block */
-#define WD_NK 64                    /* keys a tile */
-#define WD_C 512                    /* kv_lora_rank */
-#define WD_L 576                    /* C + rope dim */
-#define WD_ATOM (64 * WG_ATOM_ROW)  /* one swizzled atom of 64 rows */
-#define WD_TILE (WD_L / 64 * WD_ATOM) /* 64 rows x 576 bf16: 9 atoms, 72 KB */
 #define WD_P (WD_NK / 64 * WD_ATOM) /* P: 64 heads x 64 keys, one atom */
 #define WD_NST 2
 
 /* Shared memory: 1024 bytes of alignment slack, Q, the stages, P, row maxima and sums of both
  * warpgroups. */
 #define WD_SHM (1024 + WD_TILE * (1 + WD_NST) + WD_P + 2 * 2 * WD_HM * 4)
-
-/* Byte offset of element (r, e) of a 64 x 576 swizzled tile. */
-__device__ __forceinline__ int wd_off(int r, int e) { return e / 64 * WD_ATOM + wg_sw128(r, e % 64); }
 
 __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_args a, dm_geom g)
 {
@@ -58,15 +48,8 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     const int per = (total + a.splits - 1) / a.splits;
     const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
 
-    /* Tile k into stage k % WD_NST, commit group k: row tid / 4, 16-byte chunks tid % 4 + 4 i of its 72;
-     * rows at or past the split's end zero-filled (P . V never meets the pool's NaN poison). */
-    auto issue = [&](int k) {
-        if (k >= ntiles) return;
-        const int c = j0 + k * WD_NK, j = tid / 4, ok = j < j1 - c;
-        const uint8_t *src = ok ? kv_row(a.kv, s.slot, c + j) : a.kv.pool;
-        const uint32_t d = tc_smem(kst + (k % WD_NST) * WD_TILE);
-        for (int ch = tid % 4; ch < WD_L / 8; ch += 4)
-            tc_cp<16>(d + wd_off(j, ch * 8), src + (ok ? ch * 16 : 0), ok ? 16 : 0);
+    auto issue = [&](int k) { /* tile k into stage k % WD_NST, commit group k */
+        if (k < ntiles) dm_load_wide(a.kv, s.slot, j0 + k * WD_NK, j1, kst + (k % WD_NST) * WD_TILE);
     };
 #pragma unroll
     for (int k = 0; k < WD_NST; k++) {
@@ -102,7 +85,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
 #pragma unroll
         for (int ks = 0; ks < WD_L / 16; ks++) {
             const uint32_t off = ks / 4 * WD_ATOM + ks % 4 * 32;
-            wg_m64n32_ss(sc, wg_desc_k(qa + off), wg_desc_k(kt + off + wg * 32 * WG_ATOM_ROW));
+            wg_m64_ss(sc, wg_desc_k(qa + off), wg_desc_k(kt + off + wg * 32 * WG_ATOM_ROW));
         }
         wg_commit();
         wg_wait<0>();

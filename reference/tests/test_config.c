@@ -335,7 +335,7 @@ static void test_presets_roundtrip(void **state)
 {
     (void)state;
     static const char *names[] = { "deepseek-v3", "deepseek-v2-lite", "kimi-k2", "tiny-v2-lite", "tiny-v3",
-                                   "asym-v3", "asym-v2-lite", "v3-layer" };
+                                   "asym-v3", "asym-v2-lite", "v3-layer", "v2-lite-layer" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         mla_config a, b;
         assert_int_equal(mla_config_preset(names[i], &a), MLA_OK);

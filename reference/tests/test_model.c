@@ -118,11 +118,11 @@ static void test_builtin_list(void **state)
 {
     (void)state;
     const char *const *names = mla_builtin_models();
-    const char *want[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer" };
+    const char *want[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer", "v2-lite-layer" };
     int n = 0;
     while (names[n]) n++;
-    assert_int_equal(n, 5);
-    for (int i = 0; i < 5; i++) assert_string_equal(names[i], want[i]);
+    assert_int_equal(n, 6);
+    for (int i = 0; i < 6; i++) assert_string_equal(names[i], want[i]);
     mla_model *m = NULL;
     assert_int_equal(mla_model_open("tiny-v9", &m), MLA_ERR_NOT_FOUND);
     assert_null(m);

@@ -22,7 +22,7 @@ mla_status mla_config_from_json(const char *text, const char *origin, mla_config
  * Built-in models generate weights from a seed on first use; HF folders are memory-mapped. */
 typedef struct mla_model mla_model;
 
-/* name_or_path: a built-in name (tiny-v2-lite, tiny-v3, v3-layer) or a HF checkpoint folder. */
+/* name_or_path: a built-in name (tiny-v2-lite, tiny-v3, asym-v3, asym-v2-lite, v3-layer, v2-lite-layer) or a HF checkpoint folder. */
 mla_status mla_model_open(const char *name_or_path, mla_model **out);
 void mla_model_free(mla_model *m);
 const mla_config *mla_model_config(const mla_model *m);

@@ -85,6 +85,20 @@ static const mla_config cfg_v3_layer = {
     .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0, .mscale_all_dim = 1.0, .weight_block_size = 128,
 };
 
+/* DeepSeek-V2-Lite's real attention (16 heads, no q_lora; also DeepSeek-V3's 128 heads under 8-way
+ * tensor parallelism: the memory-bound decode shapes) in one dense layer. */
+static const mla_config cfg_v2_lite_layer = {
+    .model_type = "deepseek_v2", .vocab_size = 1024, .hidden_size = 2048, .num_hidden_layers = 1,
+    .num_attention_heads = 16, .q_lora_rank = 0, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
+    .qk_rope_head_dim = 64, .v_head_dim = 128, .intermediate_size = 1024, .moe_intermediate_size = 1408,
+    .first_k_dense_replace = 1, .moe_layer_freq = 1, .n_routed_experts = 0, .n_shared_experts = 0,
+    .num_experts_per_tok = 0, .n_group = 1, .topk_group = 1, .scoring_func = MLA_SCORE_SOFTMAX,
+    .topk_method = MLA_TOPK_GREEDY, .norm_topk_prob = 0, .has_e_score_correction_bias = 0,
+    .routed_scaling_factor = 1.0, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+    .max_position_embeddings = 163840, .has_yarn = 1, .rope_factor = 40.0, .rope_original_max_pos = 4096,
+    .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 0.707, .mscale_all_dim = 0.707, .weight_block_size = 128,
+};
+
 static const mla_config cfg_deepseek_v3 = {
     .model_type = "deepseek_v3", .vocab_size = 129280, .hidden_size = 7168, .num_hidden_layers = 61,
     .num_attention_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope_head_dim = 128,
@@ -134,13 +148,15 @@ static const struct {
     { "asym-v3", &cfg_asym_v3, 0x6d6c612d61733331ull },
     { "asym-v2-lite", &cfg_asym_v2_lite, 0x6d6c612d61733231ull },
     { "v3-layer", &cfg_v3_layer, 0x6d6c612d76336c31ull },
+    { "v2-lite-layer", &cfg_v2_lite_layer, 0x6d6c612d326c6c31ull },
     { "deepseek-v3", &cfg_deepseek_v3, 0 },
     { "deepseek-v2-lite", &cfg_deepseek_v2_lite, 0 },
     { "kimi-k2", &cfg_kimi_k2, 0 },
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
-static const char *const builtin_names[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer", NULL };
+static const char *const builtin_names[] = { "tiny-v2-lite", "tiny-v3", "asym-v3", "asym-v2-lite", "v3-layer",
+                                             "v2-lite-layer", NULL };
 
 const char *const *mla_builtin_models(void) { return builtin_names; }
 

@@ -46,7 +46,7 @@ mla_status mla_model_open(const char *name_or_path, mla_model **out)
     struct stat sb;
     if (stat(name_or_path, &sb) || !S_ISDIR(sb.st_mode))
         return mla_errorf(MLA_ERR_NOT_FOUND,
-                          "%s: expected a built-in model (tiny-v2-lite, tiny-v3, asym-v3, asym-v2-lite, v3-layer) or a Hugging Face "
+                          "%s: expected a built-in model (tiny-v2-lite, tiny-v3, asym-v3, asym-v2-lite, v3-layer, v2-lite-layer) or a Hugging Face "
                           "checkpoint folder", name_or_path);
     return hf_open(name_or_path, out);
 }

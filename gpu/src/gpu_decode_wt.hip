@@ -1,0 +1,258 @@
+/* gpu_decode_wt.hip: the absorbed decode on Hopper's wgmma (sm_90a) for up to 32 heads (the
+ * memory-bound shapes) over DeepSeek's cache rows (kv_lora_rank 512 + rope 64) in bf16, per-tensor fp8
+ * or fp8_ds_mla. Transposed: the 64 keys of a cache tile are wgmma's M, the heads its N, so 16 or 32
+ * heads waste no MMA rows (gpu_decode_wg.hip puts 64 heads in M). 64-key tiles, as mla_attn_tc_tile
+ * says at these head counts.
+ *
+ * One block of two warpgroups owns one decode token, 2 NW heads and one KV split; warpgroup w owns heads
+ * [NW w, NW w + NW) alone, the cache tile is shared. Per tile:
+ *   S^T = K Q^T      36 m64nNWk16: the tile K-major as A, the warpgroup's Q (NW x 576) K-major as B
+ *   softmax          online, fp32, base 2, per column (head): the maxima of the 4 warps (16 keys each)
+ *                    meet in shared memory
+ *   O^T += V^T P^T   P^T rounded to bf16 (as every tensor-core decode kernel) into an NW x 64 tile;
+ *                    8 chunks of 64 output dims x 4 k16 steps, V^T read M-major (the transpose bit)
+ *                    from the same cache tile
+ * bf16 tiles land by cp.async in 2 stages; fp8 rows land raw in NST stages and are widened, exactly,
+ * into the one bf16 tile (dm_widen). Output as every decode kernel: the split's normalized fp32 output
+ * and LSE, merged by the combine. */
+#include "gpu_internal.h"
+#include "gpu_kv.h"
+
+#if defined(MLA_GPU_HIP)
+
+#else
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_decode_mma.h"
+
+/* Shared memory of one block: alignment slack, the bf16 tiles (NST stages, or the one widened tile),
+ * Q and P^T of both warpgroups, the raw stages, the column reductions of both warpgroups. */
+static size_t wt_shm(int nw, int raw, int nst, int rb)
+{
+    return 1024 + (size_t)(raw ? 1 : nst) * WD_TILE + 2 * (size_t)nw * WD_L * 2 + 2 * (size_t)nw * WG_ATOM_ROW +
+           (raw ? (size_t)nst * WD_NK * rb : 0) + 2 * 4 * (size_t)nw * 4;
+}
+
+/* Barrier of warpgroup w alone (barrier 0 is __syncthreads'). */
+__device__ __forceinline__ void wt_bar(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
+
+/* Column (head, in the warpgroup) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is
+ * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */
+__device__ __forceinline__ int wt_col(int ci, int tq) { return 8 * (ci / 2) + 2 * tq + ci % 2; }
+
+template <int NW, int RAW, int NST>
+__global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_args a, dm_geom g)
+{
+    constexpr int QA = NW * WG_ATOM_ROW; /* one atom of the warpgroup's Q: NW rows x 64 columns */
+    constexpr int QW = WD_L / 64 * QA;   /* the warpgroup's Q: 9 atoms */
+    constexpr int PW = NW * WG_ATOM_ROW; /* the warpgroup's P^T: NW heads x 64 keys, one atom */
+    constexpr int NA = NW / 2, NC = NW / 4; /* accumulator floats of one m64nNW; columns a thread holds */
+    extern __shared__ uint8_t wt_mem[];
+    uint8_t *kb = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(wt_mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *qs = kb + (RAW ? 1 : NST) * WD_TILE, *ps = qs + 2 * QW, *raw = ps + 2 * PW;
+    float *red = reinterpret_cast<float *>(raw + (RAW ? NST * WD_NK * g.rb : 0));
+
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    const int gq = lane / 4, tq = lane % 4;
+    const int t = blockIdx.x, h0 = blockIdx.y * 2 * NW, sp = blockIdx.z;
+    const gpu_seq s = a.seqs[a.tok_seq[t]];
+    const int pos = s.n_past + (t - s.tok0);
+    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
+    const int per = (total + a.splits - 1) / a.splits;
+    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
+
+    auto issue = [&](int k) { /* tile k into stage k % NST (raw rows, or the bf16 tile), commit group k */
+        if (k >= ntiles) return;
+        const int c = j0 + k * WD_NK;
+        if (RAW)
+            dm_load<WD_NK>(a.kv, s.slot, c, min(WD_NK, j1 - c), raw + (k % NST) * WD_NK * g.rb, g.rb);
+        else
+            dm_load_wide(a.kv, s.slot, c, j1, kb + (k % NST) * WD_TILE);
+    };
+#pragma unroll
+    for (int k = 0; k < NST; k++) {
+        issue(k);
+        tc_commit();
+    }
+    for (int i = tid; i < 2 * NW * WD_L / 8; i += DM_THREADS) { /* Q, eight columns at a time */
+        const int r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1));
+        *reinterpret_cast<uint4 *>(qs + r / NW * QW + e / 64 * QA + wg_sw128(r % NW, e % 64)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+
+    float m_run[NC], l_run[NC], o[WD_C / 64][NA];
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        m_run[ci] = -INFINITY;
+        l_run[ci] = 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+        for (int i = 0; i < NA; i++) o[c][i] = 0.0f;
+    const uint32_t qa = tc_smem(qs + wg * QW), pa = tc_smem(ps + wg * PW);
+    uint8_t *pw = ps + wg * PW;
+    float *rw = red + wg * 4 * NW; /* [warp][column] of this warpgroup */
+
+    for (int it = 0; it < ntiles; it++) {
+        const int n = min(WD_NK, j1 - (j0 + it * WD_NK));
+        tc_wait<NST - 1>(); /* tile it has landed (this thread's copies) */
+        if (RAW) {
+            __syncthreads(); /* every thread's copies; everyone is done with the bf16 tile of tile it - 1 */
+            dm_widen<WD_NK>(a.kv, g, raw + (it % NST) * WD_NK * g.rb, kb, n, [](int j, int e) { return wd_off(j, e); });
+            wg_proxy_fence();
+            __syncthreads(); /* the widened tile; raw stage it % NST consumed */
+            issue(it + NST);
+            tc_commit();
+        } else {
+            wg_proxy_fence(); /* ... and, with Q and P^T, is visible to wgmma */
+            __syncthreads();  /* every thread's copies; everyone is done with tile it - 1 */
+        }
+        const uint32_t kt = tc_smem(kb + (RAW ? 0 : it % NST) * WD_TILE);
+
+        float sc[NA];
+#pragma unroll
+        for (int i = 0; i < NA; i++) sc[i] = 0.0f;
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < WD_L / 16; ks++)
+            wg_m64_ss(sc, wg_desc_k(kt + ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_k(qa + ks / 4 * QA + ks % 4 * 32));
+        wg_commit();
+        wg_wait<0>();
+
+        /* online softmax per column: sc[4 j + e] is key 16 warp + gq + 8 (e / 2) of column slot 2 j + e % 2 */
+        float mx[NC];
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) mx[ci] = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < NA; i++) {
+            const int key = 16 * warp + gq + 8 * ((i % 4) / 2), ci = 2 * (i / 4) + i % 2;
+            sc[i] = key < n ? sc[i] * g.s_mul : -INFINITY;
+            mx[ci] = fmaxf(mx[ci], sc[i]);
+        }
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) {
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 4));
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 8));
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 16));
+            if (gq == 0) rw[warp * NW + wt_col(ci, tq)] = mx[ci];
+        }
+        wt_bar(wg);
+        float corr[NC];
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) {
+            const int col = wt_col(ci, tq);
+            const float mn = fmaxf(fmaxf(m_run[ci], fmaxf(rw[col], rw[NW + col])), fmaxf(rw[2 * NW + col], rw[3 * NW + col]));
+            corr[ci] = exp2f(m_run[ci] - mn); /* m_run = -inf on the first tile: 0 */
+            m_run[ci] = mn;
+            l_run[ci] *= corr[ci];
+        }
+#pragma unroll
+        for (int i = 0; i < NA; i++) {
+            const int key = 16 * warp + gq + 8 * ((i % 4) / 2), ci = 2 * (i / 4) + i % 2;
+            const float p = exp2f(sc[i] - m_run[ci]);
+            l_run[ci] += p;
+            *reinterpret_cast<uint16_t *>(pw + wg_sw128(wt_col(ci, tq), key)) = (uint16_t)(tc_pack(p, 0.0f) & 0xffffu);
+        }
+#pragma unroll
+        for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+            for (int i = 0; i < NA; i++) o[c][i] *= corr[2 * (i / 4) + i % 2];
+        wg_proxy_fence();
+        wt_bar(wg); /* P^T of the warpgroup's columns, all 64 keys */
+
+        wg_fence();
+#pragma unroll
+        for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+            for (int kk = 0; kk < WD_NK / 16; kk++)
+                wg_m64_ss<1>(o[c], wg_desc_n(kt + c * WD_ATOM + kk * 16 * WG_ATOM_ROW, WD_ATOM), wg_desc_k(pa + kk * 32));
+        wg_commit();
+        wg_wait<0>();
+        if (!RAW) {
+            __syncthreads(); /* stage it % NST consumed by both warpgroups */
+            issue(it + NST);
+            tc_commit();
+        }
+    }
+
+    /* column sums: over the 8 lanes of a column, then the 4 warps */
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 4);
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 8);
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 16);
+    }
+    __syncthreads(); /* every warp is past its last read of the maxima */
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++)
+        if (gq == 0) rw[warp * NW + wt_col(ci, tq)] = l_run[ci];
+    wt_bar(wg);
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        const int col = wt_col(ci, tq), h = h0 + wg * NW + col;
+        if (h >= a.h) continue;
+        const float l = rw[col] + rw[NW + col] + rw[2 * NW + col] + rw[3 * NW + col];
+        const int64_t pi = ((int64_t)t * a.h + h) * a.splits + sp;
+        const float f = l > 0.0f ? g.o_mul / l : 0.0f;
+        float *dst = a.part_o + pi * WD_C + 16 * warp + gq;
+#pragma unroll
+        for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) dst[64 * c + 8 * r] = o[c][4 * (ci / 2) + 2 * r + ci % 2] * f;
+        if (warp == 0 && gq == 0) a.part_lse[pi] = l > 0.0f ? (m_run[ci] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+}
+
+int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h)
+{
+    static int off = -1; /* MLA_GPU_DECODE_WT=0: the mma.sync kernel there instead (for comparisons) */
+    if (off < 0) {
+        const char *e = getenv("MLA_GPU_DECODE_WT");
+        off = e && !strcmp(e, "0");
+    }
+    const mla_kv_codec &k = kv->codec;
+    return !off && h >= 1 && h <= 32 && k.c == WD_C && k.c + k.r == WD_L &&
+           (k.format == MLA_KV_BF16 || k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS) &&
+           kv->row_bytes == (int)mla_kv_row_bytes(k.format, k.c, k.r) && kv->row_bytes % 16 == 0;
+}
+
+template <int NW, int RAW, int NST> static mla_status wt_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    const size_t shm = wt_shm(NW, RAW, NST, g.rb);
+    static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
+    if (shm > attr) {
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wt<NW, RAW, NST>),
+                                          hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+        attr = shm;
+    }
+    dim3 grid(a->t, (a->h + 2 * NW - 1) / (2 * NW), a->splits);
+    k_attn_decode_wt<NW, RAW, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    MLA_HIP_LAUNCHED("k_attn_decode_wt");
+    return MLA_OK;
+}
+
+/* fp8: as many raw stages (3, 2, 1) as shared memory holds beside the widened tile. */
+template <int NW> static mla_status wt_launch_raw(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    if (wt_shm(NW, 1, 3, g.rb) <= DM_SHM_MAX) return wt_launch<NW, 1, 3>(st, a, g);
+    if (wt_shm(NW, 1, 2, g.rb) <= DM_SHM_MAX) return wt_launch<NW, 1, 2>(st, a, g);
+    return wt_launch<NW, 1, 1>(st, a, g);
+}
+
+mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    if (!gpu_decode_wt_fits(&a->kv, a->h))
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: transposed wgmma decode: needs C 512 + R 64 and at most 32 heads");
+    if (mla_attn_tc_tile(1, a->h, 0) != WD_NK) /* the tiles the reference emulates (attn_tc) */
+        return mla_errorf(MLA_ERR_INVALID, "gpu: transposed wgmma decode tile disagrees with mla_attn_tc_tile");
+    const int raw = a->kv.codec.format != MLA_KV_BF16;
+    if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
+    return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
+}
+
+#endif
