@@ -24,6 +24,14 @@ typedef struct dm_geom {
 /* The geometry of one launch (host). */
 dm_geom dm_geometry(const gpu_decode_args *a);
 
+/* mla_attn_tc_wide of this launch's cache (host): the reference's side of the tile contract. */
+static inline int dm_tc_wide(const gpu_decode_args *a)
+{
+    const mla_kv_format f = a->kv.codec.format;
+    const int fp8 = f == MLA_KV_FP8 || f == MLA_KV_FP8_DS;
+    return mla_attn_tc_wide(fp8 ? MLA_PROFILE_FP8KV : MLA_PROFILE_BF16, a->kv.codec.c, a->kv.codec.r, a->h);
+}
+
 /* Element e of query row (t, h) as the kernels stage it: q_absorbed | q_pe over q_div, zero past the
  * heads and columns; bf16 values already, so rounding it to bf16 is exact (NUMERICS.md). */
 __device__ __forceinline__ float dm_q(const gpu_decode_args &a, const dm_geom &g, int t, int h, int e)
@@ -162,8 +170,11 @@ __device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, in
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
-/* The transposed wgmma decode (gpu_decode_wt.hip): up to 32 heads, C 512 + R 64 in bf16 or fp8. */
+/* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in
+ * fp8; gpu_decode_wt_all: MLA_GPU_DECODE_WT=all, bf16 up to 64 heads too (a trial against the wgmma
+ * decode there). */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
+int gpu_decode_wt_all(void);
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 
 #endif

@@ -381,10 +381,10 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     /* more than 32 heads over DeepSeek's bf16 cache: the wgmma kernel (2.1x this one at 64 and 128 heads,
      * H200 2026-12-01, gpu/bench/KERNELS.md) */
     if (gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
-    if (gpu_decode_wt_fits(&a->kv, a->h)) return gpu_attn_decode_wt(st, a, g); /* up to 32 heads over it, any format */
+    /* up to 32 heads over it in any format, and fp8 up to 64 (gpu_decode_wt.hip) */
+    if (gpu_decode_wt_fits(&a->kv, a->h)) return gpu_attn_decode_wt(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
-    /* wide_bf16 0: DeepSeek's bf16 cache above 32 heads went to the wgmma kernel above */
-    if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h, 0)) /* the tiles the reference emulates (attn_tc) */
+    if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h, dm_tc_wide(a))) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: mma decode tile disagrees with mla_attn_tc_tile");
     if (mt == 1) return raw ? dm_launch_st<1, 64, 1>(st, a, g) : dm_launch_st<1, 64, 0>(st, a, g);
     if (mt == 2) return raw ? dm_launch_st<2, 64, 1>(st, a, g) : dm_launch_st<2, 64, 0>(st, a, g);

@@ -1,6 +1,6 @@
 /* gpu_decode_wg.hip: the absorbed decode on Hopper's warpgroup MMA (wgmma, sm_90a) for the
  * compute-bound shapes (more than 32 heads), bf16 cache of C 512 + R 64 (DeepSeek-V2/V3's);
- * gpu_attn_decode_mma chooses it wherever it fits. 64-key tiles (mla_attn_tc_tile's wide_bf16).
+ * gpu_attn_decode_mma chooses it wherever it fits. 64-key tiles (mla_attn_tc_tile's wide).
  *
  * One block of two warpgroups owns one decode token, 64 heads (wgmma's M) and one KV split. A tile of
  * 64 cache rows is copied by cp.async into a 128-byte-swizzled 64 x 576 tile (9 atoms), two stages;
@@ -170,7 +170,7 @@ int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h)
         const char *e = getenv("MLA_GPU_DECODE_WG_ALL");
         all = e && !strcmp(e, "1");
     }
-    return (h > 32 || all) && kv->codec.format == MLA_KV_BF16 && kv->codec.c == WD_C &&
+    return (h > 32 || all) && !(h <= 64 && gpu_decode_wt_all()) && kv->codec.format == MLA_KV_BF16 && kv->codec.c == WD_C &&
            kv->codec.c + kv->codec.r == WD_L && kv->row_bytes == 2 * WD_L;
 }
 

@@ -1,8 +1,8 @@
-/* gpu_decode_wt.hip: the absorbed decode on Hopper's wgmma (sm_90a) for up to 32 heads (the
- * memory-bound shapes) over DeepSeek's cache rows (kv_lora_rank 512 + rope 64) in bf16, per-tensor fp8
- * or fp8_ds_mla. Transposed: the 64 keys of a cache tile are wgmma's M, the heads its N, so 16 or 32
- * heads waste no MMA rows (gpu_decode_wg.hip puts 64 heads in M). 64-key tiles, as mla_attn_tc_tile
- * says at these head counts.
+/* gpu_decode_wt.hip: the absorbed decode on Hopper's wgmma (sm_90a) over DeepSeek's cache rows
+ * (kv_lora_rank 512 + rope 64): up to 32 heads (the memory-bound shapes) in bf16, per-tensor fp8 or
+ * fp8_ds_mla, and fp8 up to 64 heads. Transposed: the 64 keys of a cache tile are wgmma's M, the heads
+ * its N, so 16 or 32 heads waste no MMA rows (gpu_decode_wg.hip puts 64 heads in M). 64-key tiles, as
+ * mla_attn_tc_tile says for these caches (mla_attn_tc_wide).
  *
  * One block of two warpgroups owns one decode token, 2 NW heads and one KV split; warpgroup w owns heads
  * [NW w, NW w + NW) alone, the cache tile is shared. Per tile:
@@ -208,16 +208,27 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
     }
 }
 
+/* MLA_GPU_DECODE_WT, read once: 0 the mma.sync kernel instead up to 32 heads (comparisons; fp8 at 33 to 64
+ * heads stays here, where the reference emulates 64-key tiles), all: bf16 up to 64 heads too */
+static int wt_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("MLA_GPU_DECODE_WT");
+        mode = !e ? 1 : !strcmp(e, "0") ? 0 : !strcmp(e, "all") ? 2 : 1;
+    }
+    return mode;
+}
+
+int gpu_decode_wt_all(void) { return wt_mode() == 2; }
+
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h)
 {
-    static int off = -1; /* MLA_GPU_DECODE_WT=0: the mma.sync kernel there instead (for comparisons) */
-    if (off < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WT");
-        off = e && !strcmp(e, "0");
-    }
     const mla_kv_codec &k = kv->codec;
-    return !off && h >= 1 && h <= 32 && k.c == WD_C && k.c + k.r == WD_L &&
-           (k.format == MLA_KV_BF16 || k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS) &&
+    const int fp8 = k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS;
+    const int heads_ok = h >= 1 && ((h <= 32 && wt_mode()) || (h <= 64 && (fp8 || wt_mode() == 2)));
+    return heads_ok && k.c == WD_C &&
+           k.c + k.r == WD_L && (fp8 || k.format == MLA_KV_BF16) &&
            kv->row_bytes == (int)mla_kv_row_bytes(k.format, k.c, k.r) && kv->row_bytes % 16 == 0;
 }
 
@@ -247,12 +258,14 @@ template <int NW> static mla_status wt_launch_raw(hipStream_t st, const gpu_deco
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (!gpu_decode_wt_fits(&a->kv, a->h))
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: transposed wgmma decode: needs C 512 + R 64 and at most 32 heads");
-    if (mla_attn_tc_tile(1, a->h, 0) != WD_NK) /* the tiles the reference emulates (attn_tc) */
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: transposed wgmma decode: needs C 512 + R 64 and at most 32 heads "
+                          "(64 over fp8)");
+    if (mla_attn_tc_tile(1, a->h, dm_tc_wide(a)) != WD_NK) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: transposed wgmma decode tile disagrees with mla_attn_tc_tile");
     const int raw = a->kv.codec.format != MLA_KV_BF16;
     if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
-    return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
+    if (a->h <= 32) return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
+    return raw ? wt_launch_raw<32>(st, a, g) : wt_launch<32, 0, 2>(st, a, g);
 }
 
 #endif

@@ -61,16 +61,19 @@ typedef struct mla_run_opts {
 /* Keys per tile of the tensor-core attention kernels, for decode (absorbed form, `heads` query heads)
  * or prefill: the tile boundaries (from key 0 of a part or KV split) where their running softmax
  * maximum moves, which is what P's bf16 rounding is relative to. Decode above 32 heads: 64 on the
- * wgmma kernel, which takes DeepSeek's bf16 cache rows (kv_lora_rank 512 + rope 64: wide_bf16 1), 32
- * on the mma.sync kernel, which takes every other cache (shared memory holds 32 rows of 64 heads). */
-static inline int mla_attn_tc_tile(int decode, int heads, int wide_bf16)
+ * wgmma kernels, which take DeepSeek's cache rows (kv_lora_rank 512 + rope 64: wide 1), 32 on the
+ * mma.sync kernel, which takes every other cache (shared memory holds 32 rows of 64 heads). */
+static inline int mla_attn_tc_tile(int decode, int heads, int wide)
 {
-    return decode && heads > 32 && !wide_bf16 ? 32 : 64;
+    return decode && heads > 32 && !wide ? 32 : 64;
 }
-/* wide_bf16 of a model's cache: bf16 rows of kv_lora_rank 512 + rope 64 (fp8w keeps a bf16 cache). */
-static inline int mla_attn_tc_wide_bf16(mla_profile p, int kv_lora_rank, int rope_dim)
+/* wide of a model's cache at `heads` query heads: DeepSeek's rows of kv_lora_rank 512 + rope 64, in bf16
+ * at any head count (fp8w keeps a bf16 cache), in fp8 up to 64 heads (the transposed wgmma decode's
+ * shared memory holds the widened tile of 64 heads, not of 128). */
+static inline int mla_attn_tc_wide(mla_profile p, int kv_lora_rank, int rope_dim, int heads)
 {
-    return p != MLA_PROFILE_FP8KV && p != MLA_PROFILE_FP8DS && kv_lora_rank == 512 && rope_dim == 64;
+    int fp8 = p == MLA_PROFILE_FP8KV || p == MLA_PROFILE_FP8DS;
+    return kv_lora_rank == 512 && rope_dim == 64 && (!fp8 || heads <= 64);
 }
 
 void mla_run_opts_default(mla_run_opts *o);
