@@ -3,6 +3,7 @@
 #ifndef MLA_GPU_DECODE_MMA_H
 #define MLA_GPU_DECODE_MMA_H
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "gpu_internal.h"
@@ -99,8 +100,29 @@ __device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
     return __half22float2(h);
 }
 
+/* Four e4m3fn codes (w, low byte first) times mul -> four bf16 (lo: codes 0 and 1), exactly, on the
+ * integer and bf16 pipes (dm_e4m3x2's f16 and f32 conversions run at a quarter of the rate and bound the
+ * fp8 decode, ncu 2026-12-02): each code's sign goes to bit 15 and its 7 magnitude bits under the bf16
+ * exponent field, which gives the code's value times 2^-120 (subnormal codes become bf16 subnormals);
+ * bf16 multiplies by 2^120 and by mul rebias and scale it. Exact when mul is a power of two (or 0) and
+ * no code is NaN (0x7f, 0xff); gpu/bench/widen_probe.cu checks every code against dm_e4m3. */
+__device__ __forceinline__ void dm_e4m3x4_bf16(uint32_t w, __nv_bfloat162 mul, uint32_t &lo, uint32_t &hi)
+{
+    const uint32_t a = __byte_perm(w, 0, 0x1404), b = __byte_perm(w, 0, 0x3424); /* codes in the high bytes */
+    uint32_t x = (a & 0x80008000u) | ((a & 0x7f007f00u) >> 4), y = (b & 0x80008000u) | ((b & 0x7f007f00u) >> 4);
+    const uint32_t k120 = 0x7b807b80u; /* 2^120 in both halves */
+    __nv_bfloat162 bx = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&x), *reinterpret_cast<const __nv_bfloat162 *>(&k120));
+    __nv_bfloat162 by = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&y), *reinterpret_cast<const __nv_bfloat162 *>(&k120));
+    bx = __hmul2(bx, mul);
+    by = __hmul2(by, mul);
+    lo = *reinterpret_cast<uint32_t *>(&bx);
+    hi = *reinterpret_cast<uint32_t *>(&by);
+}
+
 /* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n); off(j, e): the
- * byte offset of row j's eight columns from e (the kernels' tile layouts differ). Thread
+ * byte offset of row j's eight columns from e (the kernels' tile layouts differ). e4m3fn codes under a
+ * power-of-two scale (every fp8_ds_mla tile's, and 1 for per-tensor fp8) by dm_e4m3x4_bf16; NaN codes
+ * and other scales by the conversions below, which round v * scale from f32 as the reference. Thread
  * (row tid / tpr, eight-column group tid % tpr + k tpr): no division, one row check. e4m3fn codes go
  * through the hardware conversion (the first version decoded bit by bit and bound fp8 decode to
  * ~400 GB/s on instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. */
@@ -121,6 +143,15 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
         } else if (e + 8 <= fast_end) {
             const uint2 w = *reinterpret_cast<const uint2 *>(row + e);
             const float sc = ds ? *reinterpret_cast<const float *>(row + C + 4 * (e / MLA_KV_DS_TILE)) : 1.0f;
+            const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
+            if (!fnuz && !nan && !(__float_as_uint(sc) & 0x7fffffu)) { /* the common case: dm_e4m3x4_bf16 */
+                const __nv_bfloat162 m = __float2bfloat162_rn(sc);
+                uint4 q;
+                dm_e4m3x4_bf16(w.x, m, q.x, q.y);
+                dm_e4m3x4_bf16(w.y, m, q.z, q.w);
+                *reinterpret_cast<uint4 *>(kb + off(j, e)) = q;
+                continue;
+            }
             if (!fnuz) {
                 float2 f0 = dm_e4m3x2(w.x), f1 = dm_e4m3x2(w.x >> 16), f2 = dm_e4m3x2(w.y), f3 = dm_e4m3x2(w.y >> 16);
                 v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
