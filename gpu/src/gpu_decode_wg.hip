@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
 #pragma unroll
     for (int i = 0; i < 128; i++) o[i] = 0.0f;
     const int row0 = 16 * warp + gq; /* this thread's rows: row0 and row0 + 8 */
-    const uint32_t qa = tc_smem(qs), pa = tc_smem(ps);
+    const uint64_t dq = wg_desc_k(tc_smem(qs)), dp = wg_desc_k(tc_smem(ps));
 
     for (int it = 0; it < ntiles; it++) {
         const int n = min(WD_NK, j1 - (j0 + it * WD_NK));
@@ -77,6 +77,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
         wg_proxy_fence();      /* ... and, with Q and P, is visible to wgmma */
         __syncthreads();       /* every thread's copies; everyone is done with tile it - 1 */
         const uint32_t kt = tc_smem(kst + (it % WD_NST) * WD_TILE);
+        const uint64_t dk = wg_desc_k(kt + wg * 32 * WG_ATOM_ROW), dv = wg_desc_n(kt + 4 * wg * WD_ATOM, WD_ATOM);
 
         float sc[16];
 #pragma unroll
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
 #pragma unroll
         for (int ks = 0; ks < WD_L / 16; ks++) {
             const uint32_t off = ks / 4 * WD_ATOM + ks % 4 * 32;
-            wg_m64_ss(sc, wg_desc_k(qa + off), wg_desc_k(kt + off + wg * 32 * WG_ATOM_ROW));
+            wg_m64_ss(sc, wg_desc_add(dq, off), wg_desc_add(dk, off));
         }
         wg_commit();
         wg_wait<0>();
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < WD_NK / 16; kk++)
-            wg_m64n256_ss_tb(o, wg_desc_k(pa + kk * 32), wg_desc_n(kt + 4 * wg * WD_ATOM + kk * 16 * WG_ATOM_ROW, WD_ATOM));
+            wg_m64n256_ss_tb(o, wg_desc_add(dp, kk * 32), wg_desc_add(dv, kk * 16 * WG_ATOM_ROW));
         wg_commit();
         wg_wait<0>();
         __syncthreads(); /* stage it % WD_NST and P consumed by both warpgroups */

@@ -42,6 +42,58 @@ __device__ __forceinline__ void wt_bar(int w) { asm volatile("bar.sync %0, 128;\
  * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */
 __device__ __forceinline__ int wt_col(int ci, int tq) { return 8 * (ci / 2) + 2 * tq + ci % 2; }
 
+/* Eight e4m3fn codes (w) times sc -> eight bf16, the f32 conversions (NaN codes, other scales). */
+__device__ __noinline__ uint4 wt_chunk_f32(uint2 w, float sc)
+{
+    uint32_t r[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float2 f = dm_e4m3x2((k < 2 ? w.x : w.y) >> (16 * (k % 2)));
+        r[k] = tc_pack(f.x * sc, f.y * sc);
+    }
+    return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+/* Raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and the bf16 rope;
+ * else 576 codes of per-tensor fp8) -> the swizzled bf16 tile, rows at or past n zero: dm_widen with
+ * every offset known at compile time and a tile scale read once per 128 codes (dm_widen's per-chunk
+ * addressing and branches made fp8 decode issue-bound, ~10 instructions a code: ncu 2026-12-02).
+ * Thread: row tid / 4, eight-column chunks tid % 4 + 4 k. Values as dm_widen's, bit for bit. */
+template <int DS>
+__device__ __forceinline__ void wt_widen(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n)
+{
+    const int j = threadIdx.x / 4, q = threadIdx.x % 4;
+    uint8_t *dst = kb + j * WG_ATOM_ROW;
+    const int s0 = (q ^ (j % 8)) * 16, s1 = ((q + 4) ^ (j % 8)) * 16; /* wg_sw128's chunk of even and odd k */
+    if (j >= n) {
+#pragma unroll
+        for (int k = 0; k < WD_L / 32; k++) *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = make_uint4(0, 0, 0, 0);
+        return;
+    }
+    const uint8_t *row = raw + (size_t)j * rb;
+    constexpr int NCODE = DS ? WD_C : WD_L;
+#pragma unroll
+    for (int k = 0; k < NCODE / 32; k++) {
+        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * q + 32 * k);
+        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (k / 4)) : 1.0f;
+        const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
+        uint4 v;
+        if (!nan && !(__float_as_uint(sc) & 0x7fffffu)) {
+            const __nv_bfloat162 m = __float2bfloat162_rn(sc);
+            dm_e4m3x4_bf16(w.x, m, v.x, v.y);
+            dm_e4m3x4_bf16(w.y, m, v.z, v.w);
+        } else {
+            v = wt_chunk_f32(w, sc);
+        }
+        *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = v;
+    }
+    if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
+#pragma unroll
+        for (int k = WD_C / 32; k < WD_L / 32; k++)
+            *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) =
+                *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * q + 32 * k - WD_C));
+}
+
 template <int NW, int RAW, int NST>
 __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_args a, dm_geom g)
 {
@@ -94,7 +146,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
     for (int c = 0; c < WD_C / 64; c++)
 #pragma unroll
         for (int i = 0; i < NA; i++) o[c][i] = 0.0f;
-    const uint32_t qa = tc_smem(qs + wg * QW), pa = tc_smem(ps + wg * PW);
+    const uint64_t dq = wg_desc_k(tc_smem(qs + wg * QW)), dp = wg_desc_k(tc_smem(ps + wg * PW));
     uint8_t *pw = ps + wg * PW;
     float *rw = red + wg * 4 * NW; /* [warp][column] of this warpgroup */
 
@@ -103,7 +155,13 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         tc_wait<NST - 1>(); /* tile it has landed (this thread's copies) */
         if (RAW) {
             __syncthreads(); /* every thread's copies; everyone is done with the bf16 tile of tile it - 1 */
-            dm_widen<WD_NK>(a.kv, g, raw + (it % NST) * WD_NK * g.rb, kb, n, [](int j, int e) { return wd_off(j, e); });
+            const uint8_t *rs = raw + (it % NST) * WD_NK * g.rb;
+            if (a.kv.codec.fp8_fnuz) /* e4m3fnuz (no hardware conversion): the general path */
+                dm_widen<WD_NK>(a.kv, g, rs, kb, n, [](int j, int e) { return wd_off(j, e); });
+            else if (a.kv.codec.format == MLA_KV_FP8_DS)
+                wt_widen<1>(rs, g.rb, kb, n);
+            else
+                wt_widen<0>(rs, g.rb, kb, n);
             wg_proxy_fence();
             __syncthreads(); /* the widened tile; raw stage it % NST consumed */
             issue(it + NST);
@@ -113,6 +171,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
             __syncthreads();  /* every thread's copies; everyone is done with tile it - 1 */
         }
         const uint32_t kt = tc_smem(kb + (RAW ? 0 : it % NST) * WD_TILE);
+        const uint64_t dk = wg_desc_k(kt), dv = wg_desc_n(kt, WD_ATOM);
 
         float sc[NA];
 #pragma unroll
@@ -120,7 +179,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < WD_L / 16; ks++)
-            wg_m64_ss(sc, wg_desc_k(kt + ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_k(qa + ks / 4 * QA + ks % 4 * 32));
+            wg_m64_ss(sc, wg_desc_add(dk, ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_add(dq, ks / 4 * QA + ks % 4 * 32));
         wg_commit();
         wg_wait<0>();
 
@@ -170,7 +229,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         for (int c = 0; c < WD_C / 64; c++)
 #pragma unroll
             for (int kk = 0; kk < WD_NK / 16; kk++)
-                wg_m64_ss<1>(o[c], wg_desc_n(kt + c * WD_ATOM + kk * 16 * WG_ATOM_ROW, WD_ATOM), wg_desc_k(pa + kk * 32));
+                wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
         wg_commit();
         wg_wait<0>();
         if (!RAW) {

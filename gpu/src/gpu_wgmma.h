@@ -30,6 +30,10 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_
     return (uint64_t)((addr & 0x3ffff) >> 4) | (uint64_t)((lbo & 0x3ffff) >> 4) << 16 |
            (uint64_t)((sbo & 0x3ffff) >> 4) << 32 | (uint64_t)1 << 62;
 }
+/* The descriptor of addr + bytes (a multiple of 16) from addr's: one 64-bit add instead of the masks and
+ * shifts of wg_desc per instruction (ptx of gpu_decode_wt.hip, 2026-12-02: five instructions a wgmma).
+ * The start field holds (addr >> 4) in 14 bits and shared addresses stay below 2^18, so it never carries. */
+__device__ __forceinline__ uint64_t wg_desc_add(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
 /* K-major and N-major descriptors of the layouts above; atom: bytes between atoms along N. */
 __device__ __forceinline__ uint64_t wg_desc_k(uint32_t addr) { return wg_desc(addr, 16, 1024); }
 __device__ __forceinline__ uint64_t wg_desc_n(uint32_t addr, uint32_t atom)
