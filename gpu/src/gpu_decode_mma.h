@@ -201,11 +201,8 @@ __device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, in
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
-/* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in
- * fp8; gpu_decode_wt_all: MLA_GPU_DECODE_WT=all, bf16 up to 64 heads too (a trial against the wgmma
- * decode there). */
+/* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in fp8. */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
-int gpu_decode_wt_all(void);
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 
 #endif

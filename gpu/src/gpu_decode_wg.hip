@@ -18,9 +18,6 @@
 
 #else
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "gpu_decode_mma.h"
 
 #define WD_THREADS 256
@@ -161,25 +158,19 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     }
 }
 
+/* Above 32 heads only: at 16 and 32 the transposed decode wastes no MMA rows (MLA_GPU_DECODE_WG_ALL, the
+ * trial of this kernel padded to 64 rows there, took 426.0 / 436.7 us at h16 / h32, b128 s_k 8192, where
+ * gpu_decode_wt.hip took 366.7 / 419.6: H200 2026-12-02, gpu/bench/KERNELS.md). */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h)
 {
-    /* MLA_GPU_DECODE_WG_ALL=1 (trial, not yet measured: KERNELS.md): 16 and 32 heads too, the block's 64
-     * rows padded (dm_q gives 0 past the last head, the stores skip them; the 64-key tile is the mma
-     * kernel's at those head counts, so the reference's tc emulation holds) */
-    static int all = -1;
-    if (all < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WG_ALL");
-        all = e && !strcmp(e, "1");
-    }
-    return (h > 32 || all) && !(h <= 64 && gpu_decode_wt_all()) && kv->codec.format == MLA_KV_BF16 && kv->codec.c == WD_C &&
-           kv->codec.c + kv->codec.r == WD_L && kv->row_bytes == 2 * WD_L;
+    return h > 32 && kv->codec.format == MLA_KV_BF16 && kv->codec.c == WD_C && kv->codec.c + kv->codec.r == WD_L &&
+           kv->row_bytes == 2 * WD_L;
 }
 
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (!gpu_decode_wg_fits(&a->kv, a->h))
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wgmma decode: needs a bf16 cache of C 512 + R 64 and > 32 heads "
-                          "(any head count with MLA_GPU_DECODE_WG_ALL=1)");
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wgmma decode: needs a bf16 cache of C 512 + R 64 and > 32 heads");
     static int attr = 0;
     if (!attr) {
         MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wg),
