@@ -94,7 +94,7 @@ enum {
       MLA_CHECK_NEEDS_PREFILL, chk_determinism)                                                                 \
     X(MLA_CHECK_BATCH_INVARIANCE, "batch-invariance", "each sequence alone against the same sequence in the batch", \
       MLA_CHECK_NEEDS_PD, chk_batch_invariance)                                                                 \
-    X(MLA_CHECK_SPLIT_INVARIANCE, "split-invariance", "decode with one KV split against the engine's own choice", \
+    X(MLA_CHECK_SPLIT_INVARIANCE, "split-invariance", "decode with one KV split against three",                 \
       MLA_CHECK_NEEDS_PD, chk_split_invariance)                                                                 \
     X(MLA_CHECK_FP8_VS_BF16, "fp8-vs-bf16", "each fp8 profile against bf16",                                  \
       MLA_CHECK_NEEDS_PD, chk_fp8_vs_bf16)                                                                      \
