@@ -8,7 +8,7 @@
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
 #   reseed  false-alarm hunt: the gpu suite under --reseed 1 .. RESEEDS (default 20), PAR runs at a time
-#           (default 8; OpenBLAS one thread each; gpu/tools/reseed_runs.sh), $OUT/reseed.tsv; RUN_ARGS
+#           (default 8; OpenBLAS one thread each; gpu/tools/reseed_runs.sh; FIRST=K starts at K), $OUT/reseed.tsv; RUN_ARGS
 #           (e.g. -k globs) and BLAS_THREADS pass through to it
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
