@@ -101,10 +101,11 @@ __device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
 }
 
 /* Four e4m3fn codes (w, low byte first) times mul -> four bf16 (lo: codes 0 and 1), exactly, on the
- * integer and bf16 pipes (dm_e4m3x2's f16 and f32 conversions run at a quarter of the rate and bound the
- * fp8 decode, ncu 2026-12-02): each code's sign goes to bit 15 and its 7 magnitude bits under the bf16
- * exponent field, which gives the code's value times 2^-120 (subnormal codes become bf16 subnormals);
- * bf16 multiplies by 2^120 and by mul rebias and scale it. Exact when mul is a power of two (or 0) and
+ * integer and bf16 pipes instead of dm_e4m3x2's f16 and f32 conversions (a quarter of the rate; alone
+ * this gained nothing on the H200, 2026-12-02: the addressing around it cost more, see wt_widen): each
+ * code's sign goes to bit 15 and its 7 magnitude bits under the bf16 exponent field, which gives the
+ * code's value times 2^-120 (subnormal codes become bf16 subnormals); bf16 multiplies by 2^120 and by
+ * mul rebias and scale it. Exact when mul is a power of two (or 0) and
  * no code is NaN (0x7f, 0xff); gpu/bench/widen_probe.cu checks every code against dm_e4m3. */
 __device__ __forceinline__ void dm_e4m3x4_bf16(uint32_t w, __nv_bfloat162 mul, uint32_t &lo, uint32_t &hi)
 {
@@ -122,10 +123,10 @@ __device__ __forceinline__ void dm_e4m3x4_bf16(uint32_t w, __nv_bfloat162 mul, u
 /* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n); off(j, e): the
  * byte offset of row j's eight columns from e (the kernels' tile layouts differ). e4m3fn codes under a
  * power-of-two scale (every fp8_ds_mla tile's, and 1 for per-tensor fp8) by dm_e4m3x4_bf16; NaN codes
- * and other scales by the conversions below, which round v * scale from f32 as the reference. Thread
- * (row tid / tpr, eight-column group tid % tpr + k tpr): no division, one row check. e4m3fn codes go
- * through the hardware conversion (the first version decoded bit by bit and bound fp8 decode to
- * ~400 GB/s on instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. */
+ * and other scales by the hardware conversion to f16 and f32, rounding v * scale from f32 as the
+ * reference (the first version decoded bit by bit and bound fp8 decode to ~400 GB/s on instruction
+ * issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. Thread (row tid / tpr,
+ * eight-column group tid % tpr + k tpr): no division, one row check. */
 template <int NK, class Off>
 __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t *__restrict__ raw,
                          uint8_t *__restrict__ kb, int n, Off off)
