@@ -13,8 +13,9 @@
  *                    8 chunks of 64 output dims x 4 k16 steps, V^T read M-major (the transpose bit)
  *                    from the same cache tile
  * bf16 tiles land by cp.async in 2 stages; fp8 rows land raw in NST stages and are widened, exactly,
- * into the one bf16 tile (dm_widen). Output as every decode kernel: the split's normalized fp32 output
- * and LSE, merged by the combine. */
+ * into the one bf16 tile (wt_widen; e4m3fnuz by dm_widen) before the tile's MMAs, which is what bounds
+ * fp8 (gpu/bench/KERNELS.md). Output as every decode kernel: the split's normalized fp32 output and
+ * LSE, merged by the combine. */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
