@@ -319,7 +319,7 @@ mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm
     const int raw = a->kv.codec.format != MLA_KV_BF16;
     if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
     if (a->h <= 32) return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
-    return raw ? wt_launch_raw<32>(st, a, g) : wt_launch<32, 0, 2>(st, a, g);
+    return wt_launch_raw<32>(st, a, g); /* above 32 heads only fp8 fits here (gpu_decode_wt_fits) */
 }
 
 #endif
