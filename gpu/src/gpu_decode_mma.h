@@ -120,12 +120,36 @@ __device__ __forceinline__ void dm_e4m3x4_bf16(uint32_t w, __nv_bfloat162 mul, u
     hi = *reinterpret_cast<uint32_t *>(&by);
 }
 
+/* Eight e4m3fn codes times sc -> eight bf16 by the hardware conversion to f16 and f32, rounding v * sc
+ * from f32 as the reference: the rare case of dm_e4m3x8_bf16, kept out of line. */
+static __device__ __noinline__ uint4 dm_e4m3x8_f32(uint2 w, float sc)
+{
+    uint32_t r[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float2 f = dm_e4m3x2((k < 2 ? w.x : w.y) >> (16 * (k % 2)));
+        r[k] = tc_pack(f.x * sc, f.y * sc);
+    }
+    return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+/* Eight e4m3fn codes times sc -> eight bf16, exactly: dm_e4m3x4_bf16 under a power-of-two scale (every
+ * fp8_ds_mla tile's, and 1 for per-tensor fp8) when no code is NaN, else dm_e4m3x8_f32. */
+__device__ __forceinline__ uint4 dm_e4m3x8_bf16(uint2 w, float sc)
+{
+    const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
+    if (nan || (__float_as_uint(sc) & 0x7fffffu)) return dm_e4m3x8_f32(w, sc);
+    const __nv_bfloat162 m = __float2bfloat162_rn(sc);
+    uint4 v;
+    dm_e4m3x4_bf16(w.x, m, v.x, v.y);
+    dm_e4m3x4_bf16(w.y, m, v.z, v.w);
+    return v;
+}
+
 /* Raw fp8 rows -> bf16 K tile (columns [0, lp); zero past C + R and in rows at or past n); off(j, e): the
- * byte offset of row j's eight columns from e (the kernels' tile layouts differ). e4m3fn codes under a
- * power-of-two scale (every fp8_ds_mla tile's, and 1 for per-tensor fp8) by dm_e4m3x4_bf16; NaN codes
- * and other scales by the hardware conversion to f16 and f32, rounding v * scale from f32 as the
- * reference (the first version decoded bit by bit and bound fp8 decode to ~400 GB/s on instruction
- * issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. Thread (row tid / tpr,
+ * byte offset of row j's eight columns from e (the kernels' tile layouts differ). e4m3fn codes by
+ * dm_e4m3x8_bf16 (the first version decoded bit by bit and bound fp8 decode to ~400 GB/s on
+ * instruction issue, ncu 2026-12-01); e4m3fnuz (no hardware conversion) by dm_e4m3. Thread (row tid / tpr,
  * eight-column group tid % tpr + k tpr): no division, one row check. */
 template <int NK, class Off>
 __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t *__restrict__ raw,
@@ -144,25 +168,12 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
         } else if (e + 8 <= fast_end) {
             const uint2 w = *reinterpret_cast<const uint2 *>(row + e);
             const float sc = ds ? *reinterpret_cast<const float *>(row + C + 4 * (e / MLA_KV_DS_TILE)) : 1.0f;
-            const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
-            if (!fnuz && !nan && !(__float_as_uint(sc) & 0x7fffffu)) { /* the common case: dm_e4m3x4_bf16 */
-                const __nv_bfloat162 m = __float2bfloat162_rn(sc);
-                uint4 q;
-                dm_e4m3x4_bf16(w.x, m, q.x, q.y);
-                dm_e4m3x4_bf16(w.y, m, q.z, q.w);
-                *reinterpret_cast<uint4 *>(kb + off(j, e)) = q;
+            if (!fnuz) {
+                *reinterpret_cast<uint4 *>(kb + off(j, e)) = dm_e4m3x8_bf16(w, sc);
                 continue;
             }
-            if (!fnuz) {
-                float2 f0 = dm_e4m3x2(w.x), f1 = dm_e4m3x2(w.x >> 16), f2 = dm_e4m3x2(w.y), f3 = dm_e4m3x2(w.y >> 16);
-                v[0] = f0.x; v[1] = f0.y; v[2] = f1.x; v[3] = f1.y;
-                v[4] = f2.x; v[5] = f2.y; v[6] = f3.x; v[7] = f3.y;
-            } else {
 #pragma unroll
-                for (int k = 0; k < 8; k++) v[k] = dm_e4m3(((k < 4 ? w.x : w.y) >> (8 * (k % 4))) & 0xffu, 1);
-            }
-#pragma unroll
-            for (int k = 0; k < 8; k++) v[k] *= sc;
+            for (int k = 0; k < 8; k++) v[k] = dm_e4m3(((k < 4 ? w.x : w.y) >> (8 * (k % 4))) & 0xffu, 1) * sc;
         } else if (rope16 && e >= C && e + 8 <= C + kv.codec.r) { /* fp8_ds_mla's bf16 rope part: copied as is */
             *reinterpret_cast<uint4 *>(kb + off(j, e)) = *reinterpret_cast<const uint4 *>(row + C + 4 * ds_tiles + 2 * (e - C));
             continue;

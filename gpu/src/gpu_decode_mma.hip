@@ -41,7 +41,6 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
 #else
 
 #include "gpu_decode_mma.h"
-#include "gpu_mma.h"
 
 #define DM_WARPS 8
 #define DM_CMAX 512 /* kv_lora_rank */

@@ -43,18 +43,6 @@ __device__ __forceinline__ void wt_bar(int w) { asm volatile("bar.sync %0, 128;\
  * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */
 __device__ __forceinline__ int wt_col(int ci, int tq) { return 8 * (ci / 2) + 2 * tq + ci % 2; }
 
-/* Eight e4m3fn codes (w) times sc -> eight bf16, the f32 conversions (NaN codes, other scales). */
-__device__ __noinline__ uint4 wt_chunk_f32(uint2 w, float sc)
-{
-    uint32_t r[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const float2 f = dm_e4m3x2((k < 2 ? w.x : w.y) >> (16 * (k % 2)));
-        r[k] = tc_pack(f.x * sc, f.y * sc);
-    }
-    return make_uint4(r[0], r[1], r[2], r[3]);
-}
-
 /* Raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and the bf16 rope;
  * else 576 codes of per-tensor fp8) -> the swizzled bf16 tile, rows at or past n zero: dm_widen with
  * every offset known at compile time and a tile scale read once per 128 codes (dm_widen's per-chunk
@@ -77,16 +65,7 @@ __device__ __forceinline__ void wt_widen(const uint8_t *__restrict__ raw, int rb
     for (int k = 0; k < NCODE / 32; k++) {
         const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * q + 32 * k);
         const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (k / 4)) : 1.0f;
-        const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
-        uint4 v;
-        if (!nan && !(__float_as_uint(sc) & 0x7fffffu)) {
-            const __nv_bfloat162 m = __float2bfloat162_rn(sc);
-            dm_e4m3x4_bf16(w.x, m, v.x, v.y);
-            dm_e4m3x4_bf16(w.y, m, v.z, v.w);
-        } else {
-            v = wt_chunk_f32(w, sc);
-        }
-        *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = v;
+        *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = dm_e4m3x8_bf16(w, sc);
     }
     if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
 #pragma unroll
