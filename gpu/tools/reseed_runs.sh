@@ -7,8 +7,9 @@
 # RUN_ARGS: more `mlacheck run` arguments, e.g. "-k tiny-* -k trained-*" (the gpu suite's v3-layer-batch8
 # takes 80 s of its 214 s on 16 threads, so 20 runs of one thread each outlast a 600 s device call:
 # H200 2026-12-01, none of 20 at 20 at a time finished in 520 s; 2026-12-02, without v3-layer-batch8,
-# none of 20 in 462 s: the reference's side is ~370+ s of one core a run). BLAS_THREADS: OpenBLAS
-# threads a run (1). FIRST: the first K (1), so that a campaign splits over calls (FIRST=11 N=20).
+# none of 20 in 462 s). BLAS_THREADS: threads a run (1), both OpenBLAS's and the reference's own
+# (MLA_REF_THREADS: it defaults to every core, so those 20 runs each started 16 threads per large
+# product). FIRST: the first K (1), so that a campaign splits over calls (FIRST=11 N=20).
 set -u -o pipefail
 m=$1 suite=$2 n=$3 par=$4 dir=$5
 mkdir -p "$dir" || exit 2
@@ -21,7 +22,7 @@ one() { # K: one reseeded run; its exit status appended to reseed.rc
 }
 export -f one
 export m suite dir RUN_ARGS
-seq "${FIRST:-1}" "$n" | OPENBLAS_NUM_THREADS=${BLAS_THREADS:-1} xargs -P "$par" -I{} bash -c 'one {}'
+seq "${FIRST:-1}" "$n" | OPENBLAS_NUM_THREADS=${BLAS_THREADS:-1} MLA_REF_THREADS=${BLAS_THREADS:-1} xargs -P "$par" -I{} bash -c 'one {}'
 sort -n "$dir/reseed.rc" | while IFS=$'\t' read -r k rc; do
     printf '%s\t%s\t%s\n' "$k" "$rc" "$(grep -m1 -o "mlacheck run: suite $suite --reseed $k: [^;]*" "$dir/reseed-$k.log")"
 done >"$dir/reseed.tsv"
