@@ -100,24 +100,22 @@ __device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
     return __half22float2(h);
 }
 
-/* Four e4m3fn codes (w, low byte first) times mul -> four bf16 (lo: codes 0 and 1), exactly, on the
- * integer and bf16 pipes instead of dm_e4m3x2's f16 and f32 conversions (a quarter of the rate; alone
- * this gained nothing on the H200, 2026-12-02: the addressing around it cost more, see wt_widen): each
- * code's sign goes to bit 15 and its 7 magnitude bits under the bf16 exponent field, which gives the
- * code's value times 2^-120 (subnormal codes become bf16 subnormals); bf16 multiplies by 2^120 and by
- * mul rebias and scale it. Exact when mul is a power of two (or 0) and
+/* Four e4m3fn codes (w, low byte first) times 2^-120 mul -> four bf16 (lo: codes 0 and 1), exactly, on
+ * the integer and bf16 pipes instead of dm_e4m3x2's f16 and f32 conversions (a quarter of the rate;
+ * alone this gained nothing on the H200, 2026-12-02: the addressing around it cost more, see wt_widen):
+ * each code's sign goes to bit 15 and its 7 magnitude bits under the bf16 exponent field, which gives
+ * the code's value times 2^-120 (subnormal codes become bf16 subnormals); one bf16 multiply by mul =
+ * 2^120 x scale rebiases and scales it (the exact product, rounded once: as rebiasing exactly first and
+ * scaling after). Exact when mul is a power of two (or 0: scales that are powers of two up to 2^7) and
  * no code is NaN (0x7f, 0xff); gpu/bench/widen_probe.cu checks every code against dm_e4m3. */
 __device__ __forceinline__ void dm_e4m3x4_bf16(uint32_t w, __nv_bfloat162 mul, uint32_t &lo, uint32_t &hi)
 {
     const uint32_t a = __byte_perm(w, 0, 0x1404), b = __byte_perm(w, 0, 0x3424); /* codes in the high bytes */
     uint32_t x = (a & 0x80008000u) | ((a & 0x7f007f00u) >> 4), y = (b & 0x80008000u) | ((b & 0x7f007f00u) >> 4);
-    const uint32_t k120 = 0x7b807b80u; /* 2^120 in both halves */
-    __nv_bfloat162 bx = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&x), *reinterpret_cast<const __nv_bfloat162 *>(&k120));
-    __nv_bfloat162 by = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&y), *reinterpret_cast<const __nv_bfloat162 *>(&k120));
-    bx = __hmul2(bx, mul);
-    by = __hmul2(by, mul);
-    lo = *reinterpret_cast<uint32_t *>(&bx);
-    hi = *reinterpret_cast<uint32_t *>(&by);
+    const __nv_bfloat162 bx = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&x), mul);
+    const __nv_bfloat162 by = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&y), mul);
+    lo = *reinterpret_cast<const uint32_t *>(&bx);
+    hi = *reinterpret_cast<const uint32_t *>(&by);
 }
 
 /* Eight e4m3fn codes times sc -> eight bf16 by the hardware conversion to f16 and f32, rounding v * sc
@@ -133,13 +131,15 @@ static __device__ __noinline__ uint4 dm_e4m3x8_f32(uint2 w, float sc)
     return make_uint4(r[0], r[1], r[2], r[3]);
 }
 
-/* Eight e4m3fn codes times sc -> eight bf16, exactly: dm_e4m3x4_bf16 under a power-of-two scale (every
- * fp8_ds_mla tile's, and 1 for per-tensor fp8) when no code is NaN, else dm_e4m3x8_f32. */
+/* Eight e4m3fn codes times sc -> eight bf16, exactly: dm_e4m3x4_bf16 under a power-of-two scale up to
+ * 2^7 (2^120 sc must be a bf16: fp8_ds_mla tile scales in practice, and 1 for per-tensor fp8) when no
+ * code is NaN, else dm_e4m3x8_f32. */
 __device__ __forceinline__ uint4 dm_e4m3x8_bf16(uint2 w, float sc)
 {
     const uint32_t nan = (((w.x & 0x7f7f7f7fu) + 0x01010101u) | ((w.y & 0x7f7f7f7fu) + 0x01010101u)) & 0x80808080u;
-    if (nan || (__float_as_uint(sc) & 0x7fffffu)) return dm_e4m3x8_f32(w, sc);
-    const __nv_bfloat162 m = __float2bfloat162_rn(sc);
+    const uint32_t u = __float_as_uint(sc);
+    if (nan || (u & 0x7fffffu) || (u & 0x7f800000u) > (127u + 7u) << 23) return dm_e4m3x8_f32(w, sc);
+    const __nv_bfloat162 m = __float2bfloat162_rn(sc * 0x1p120f);
     uint4 v;
     dm_e4m3x4_bf16(w.x, m, v.x, v.y);
     dm_e4m3x4_bf16(w.y, m, v.z, v.w);

@@ -14,8 +14,11 @@
  *                    from the same cache tile
  * bf16 tiles land by cp.async in 2 stages; fp8 rows land raw in NST stages and are widened, exactly,
  * into the one bf16 tile (wt_widen; e4m3fnuz by dm_widen) before the tile's MMAs, which is what bounds
- * fp8 (gpu/bench/KERNELS.md). Output as every decode kernel: the split's normalized fp32 output and
- * LSE, merged by the combine. */
+ * fp8 (gpu/bench/KERNELS.md). MLA_GPU_DECODE_WT_OVL=1 (fp8 up to 32 heads): two bf16 tiles, and tile
+ * i + 1 is widened while the wgmmas of tile i run, its first 32 rows during S^T, the rest during PV;
+ * raw rows land in a ring of NST half tiles (32 rows), since two bf16 tiles leave no room for full raw
+ * stages. Same values either way: only the schedule differs. Output as every decode kernel: the
+ * split's normalized fp32 output and LSE, merged by the combine. */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
@@ -28,12 +31,13 @@
 
 #include "gpu_decode_mma.h"
 
-/* Shared memory of one block: alignment slack, the bf16 tiles (NST stages, or the one widened tile),
- * Q and P^T of both warpgroups, the raw stages, the column reductions of both warpgroups. */
-static size_t wt_shm(int nw, int raw, int nst, int rb)
+/* Shared memory of one block: alignment slack, the bf16 tiles (NST stages, the one widened tile, or two
+ * under ovl), Q and P^T of both warpgroups, the raw stages (of 64 rows; 32 under ovl), the column
+ * reductions of both warpgroups. */
+static size_t wt_shm(int nw, int raw, int nst, int rb, int ovl)
 {
-    return 1024 + (size_t)(raw ? 1 : nst) * WD_TILE + 2 * (size_t)nw * WD_L * 2 + 2 * (size_t)nw * WG_ATOM_ROW +
-           (raw ? (size_t)nst * WD_NK * rb : 0) + 2 * 4 * (size_t)nw * 4;
+    return 1024 + (size_t)(ovl ? 2 : raw ? 1 : nst) * WD_TILE + 2 * (size_t)nw * WD_L * 2 + 2 * (size_t)nw * WG_ATOM_ROW +
+           (raw ? (size_t)nst * (ovl ? WD_NK / 2 : WD_NK) * rb : 0) + 2 * 4 * (size_t)nw * 4;
 }
 
 /* Barrier of warpgroup w alone (barrier 0 is __syncthreads'). */
@@ -43,38 +47,52 @@ __device__ __forceinline__ void wt_bar(int w) { asm volatile("bar.sync %0, 128;\
  * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */
 __device__ __forceinline__ int wt_col(int ci, int tq) { return 8 * (ci / 2) + 2 * tq + ci % 2; }
 
-/* Raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and the bf16 rope;
- * else 576 codes of per-tensor fp8) -> the swizzled bf16 tile, rows at or past n zero: dm_widen with
- * every offset known at compile time and a tile scale read once per 128 codes (dm_widen's per-chunk
- * addressing and branches made fp8 decode issue-bound, ~10 instructions a code: ncu 2026-12-02).
- * Thread: row tid / 4, eight-column chunks tid % 4 + 4 k. Values as dm_widen's, bit for bit. */
-template <int DS>
+/* NK (64 or 32) raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and
+ * the bf16 rope; else 576 codes of per-tensor fp8) -> the first NK rows at kb of a swizzled bf16 tile,
+ * rows at or past n zero: dm_widen with every offset known at compile time and a tile scale read once
+ * per 128 codes (dm_widen's per-chunk addressing and branches made fp8 decode issue-bound, ~10
+ * instructions a code: ncu 2026-12-02). Thread: row tid / T, eight-column chunks tid % T + T k (T =
+ * 256 / NK), chunk c in atom c / 8 at chunk c % 8 ^ row % 8. Values as dm_widen's, bit for bit. */
+template <int DS, int NK>
 __device__ __forceinline__ void wt_widen(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n)
 {
-    const int j = threadIdx.x / 4, q = threadIdx.x % 4;
+    constexpr int T = DM_THREADS / NK, NCH = WD_L / 8 / T; /* threads a row, chunks a thread */
+    const int j = threadIdx.x / T, q = threadIdx.x % T;
     uint8_t *dst = kb + j * WG_ATOM_ROW;
-    const int s0 = (q ^ (j % 8)) * 16, s1 = ((q + 4) ^ (j % 8)) * 16; /* wg_sw128's chunk of even and odd k */
+    auto at = [&](int k) { return dst + T * k / 8 * WD_ATOM + ((q + T * k % 8) ^ (j % 8)) * 16; };
     if (j >= n) {
 #pragma unroll
-        for (int k = 0; k < WD_L / 32; k++) *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = make_uint4(0, 0, 0, 0);
+        for (int k = 0; k < NCH; k++) *reinterpret_cast<uint4 *>(at(k)) = make_uint4(0, 0, 0, 0);
         return;
     }
     const uint8_t *row = raw + (size_t)j * rb;
-    constexpr int NCODE = DS ? WD_C : WD_L;
+    constexpr int NCODE = (DS ? WD_C : WD_L) / 8 / T;
 #pragma unroll
-    for (int k = 0; k < NCODE / 32; k++) {
-        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * q + 32 * k);
-        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (k / 4)) : 1.0f;
-        *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) = dm_e4m3x8_bf16(w, sc);
+    for (int k = 0; k < NCODE; k++) {
+        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * (q + T * k));
+        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (T * k / 16)) : 1.0f;
+        *reinterpret_cast<uint4 *>(at(k)) = dm_e4m3x8_bf16(w, sc);
     }
     if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
 #pragma unroll
-        for (int k = WD_C / 32; k < WD_L / 32; k++)
-            *reinterpret_cast<uint4 *>(dst + k / 2 * WD_ATOM + (k % 2 ? s1 : s0)) =
-                *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * q + 32 * k - WD_C));
+        for (int k = NCODE; k < NCH; k++)
+            *reinterpret_cast<uint4 *>(at(k)) = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * (q + T * k) - WD_C));
 }
 
-template <int NW, int RAW, int NST>
+/* NK raw rows -> rows [0, NK) of the bf16 tile at kb by the cache's codec (e4m3fnuz: dm_widen). */
+template <int NK>
+__device__ __forceinline__ void wt_widen_any(const gpu_decode_args &a, const dm_geom &g, const uint8_t *rs, uint8_t *kb, int n)
+{
+    if (a.kv.codec.fp8_fnuz) /* e4m3fnuz (no hardware conversion): the general path */
+        dm_widen<NK>(a.kv, g, rs, kb, n, [](int j, int e) { return wd_off(j, e); });
+    else if (a.kv.codec.format == MLA_KV_FP8_DS)
+        wt_widen<1, NK>(rs, g.rb, kb, n);
+    else
+        wt_widen<0, NK>(rs, g.rb, kb, n);
+}
+
+/* OVL (fp8 only): NST raw stages of 32 rows and two bf16 tiles, tile i + 1 widened during tile i's wgmmas. */
+template <int NW, int RAW, int NST, int OVL>
 __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_args a, dm_geom g)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of the warpgroup's Q: NW rows x 64 columns */
@@ -83,8 +101,9 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
     constexpr int NA = NW / 2, NC = NW / 4; /* accumulator floats of one m64nNW; columns a thread holds */
     extern __shared__ uint8_t wt_mem[];
     uint8_t *kb = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(wt_mem) + 1023) & ~(uintptr_t)1023);
-    uint8_t *qs = kb + (RAW ? 1 : NST) * WD_TILE, *ps = qs + 2 * QW, *raw = ps + 2 * PW;
-    float *red = reinterpret_cast<float *>(raw + (RAW ? NST * WD_NK * g.rb : 0));
+    constexpr int RN = OVL ? WD_NK / 2 : WD_NK; /* rows of a raw stage */
+    uint8_t *qs = kb + (OVL ? 2 : RAW ? 1 : NST) * WD_TILE, *ps = qs + 2 * QW, *raw = ps + 2 * PW;
+    float *red = reinterpret_cast<float *>(raw + (RAW ? NST * RN * g.rb : 0));
 
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;
@@ -103,9 +122,32 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         else
             dm_load_wide(a.kv, s.slot, c, j1, kb + (k % NST) * WD_TILE);
     };
+    /* OVL: half h (rows [32 (h % 2), +32) of tile h / 2) lands in stage h % NST and widens into bf16 tile
+     * (h / 2) % 2. step(h) is where everyone reaches before widening half h: half h has landed (the
+     * commit groups hold halves up to h + NST - 2), tile h / 2 - 1 is widened and fenced (S^T may read
+     * it), tile h / 2 - 2's wgmmas are done in both warpgroups (its bf16 tile is free), and half h - 1 is
+     * consumed, so its stage takes half h + NST - 1: NST - 1 halves ahead. */
+    auto issue_half = [&](int h) {
+        const int c = j0 + h / 2 * WD_NK + h % 2 * RN;
+        if (c < j1) dm_load<RN>(a.kv, s.slot, c, min(RN, j1 - c), raw + h % NST * RN * g.rb, g.rb);
+    };
+    auto step = [&](int h) {
+        tc_wait<OVL ? NST - 2 : 0>();
+        __syncthreads();
+        issue_half(h + NST - 1);
+        tc_commit();
+    };
+    auto widen_half = [&](int h) {
+        if (h / 2 < ntiles)
+            wt_widen_any<RN>(a, g, raw + h % NST * RN * g.rb, kb + h / 2 % 2 * WD_TILE + h % 2 * RN * WG_ATOM_ROW,
+                             min(WD_NK, j1 - (j0 + h / 2 * WD_NK)) - h % 2 * RN);
+    };
 #pragma unroll
-    for (int k = 0; k < NST; k++) {
-        issue(k);
+    for (int k = 0; k < (OVL ? NST - 1 : NST); k++) {
+        if (OVL)
+            issue_half(k);
+        else
+            issue(k);
         tc_commit();
     }
     for (int i = tid; i < 2 * NW * WD_L / 8; i += DM_THREADS) { /* Q, eight columns at a time */
@@ -114,6 +156,12 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
 #pragma unroll
         for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1));
         *reinterpret_cast<uint4 *>(qs + r / NW * QW + e / 64 * QA + wg_sw128(r % NW, e % 64)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    if (OVL) { /* tile 0 */
+        step(0);
+        widen_half(0);
+        step(1);
+        widen_half(1);
     }
 
     float m_run[NC], l_run[NC], o[WD_C / 64][NA];
@@ -132,25 +180,23 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
 
     for (int it = 0; it < ntiles; it++) {
         const int n = min(WD_NK, j1 - (j0 + it * WD_NK));
-        tc_wait<NST - 1>(); /* tile it has landed (this thread's copies) */
-        if (RAW) {
+        if (OVL) {
+            wg_proxy_fence(); /* tile it (and Q) visible to wgmma after step's barrier */
+            step(2 * it + 2);
+        } else if (RAW) {
+            tc_wait<NST - 1>(); /* tile it has landed (this thread's copies) */
             __syncthreads(); /* every thread's copies; everyone is done with the bf16 tile of tile it - 1 */
-            const uint8_t *rs = raw + (it % NST) * WD_NK * g.rb;
-            if (a.kv.codec.fp8_fnuz) /* e4m3fnuz (no hardware conversion): the general path */
-                dm_widen<WD_NK>(a.kv, g, rs, kb, n, [](int j, int e) { return wd_off(j, e); });
-            else if (a.kv.codec.format == MLA_KV_FP8_DS)
-                wt_widen<1>(rs, g.rb, kb, n);
-            else
-                wt_widen<0>(rs, g.rb, kb, n);
+            wt_widen_any<WD_NK>(a, g, raw + (it % NST) * WD_NK * g.rb, kb, n);
             wg_proxy_fence();
             __syncthreads(); /* the widened tile; raw stage it % NST consumed */
             issue(it + NST);
             tc_commit();
         } else {
+            tc_wait<NST - 1>(); /* tile it has landed (this thread's copies) ... */
             wg_proxy_fence(); /* ... and, with Q and P^T, is visible to wgmma */
             __syncthreads();  /* every thread's copies; everyone is done with tile it - 1 */
         }
-        const uint32_t kt = tc_smem(kb + (RAW ? 0 : it % NST) * WD_TILE);
+        const uint32_t kt = tc_smem(kb + (OVL ? it % 2 : RAW ? 0 : it % NST) * WD_TILE);
         const uint64_t dk = wg_desc_k(kt), dv = wg_desc_n(kt, WD_ATOM);
 
         float sc[NA];
@@ -161,6 +207,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         for (int ks = 0; ks < WD_L / 16; ks++)
             wg_m64_ss(sc, wg_desc_add(dk, ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_add(dq, ks / 4 * QA + ks % 4 * 32));
         wg_commit();
+        if (OVL) widen_half(2 * it + 2); /* rows 0-31 of tile it + 1 while S^T runs */
         wg_wait<0>();
 
         /* online softmax per column: sc[4 j + e] is key 16 warp + gq + 8 (e / 2) of column slot 2 j + e % 2 */
@@ -211,6 +258,10 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
             for (int kk = 0; kk < WD_NK / 16; kk++)
                 wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
         wg_commit();
+        if (OVL) { /* rows 32-63 of tile it + 1 while PV runs */
+            step(2 * it + 3);
+            widen_half(2 * it + 3);
+        }
         wg_wait<0>();
         if (!RAW) {
             __syncthreads(); /* stage it % NST consumed by both warpgroups */
@@ -265,26 +316,45 @@ int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h)
            kv->row_bytes == (int)mla_kv_row_bytes(k.format, k.c, k.r) && kv->row_bytes % 16 == 0;
 }
 
-template <int NW, int RAW, int NST> static mla_status wt_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+template <int NW, int RAW, int NST, int OVL = 0>
+static mla_status wt_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
-    const size_t shm = wt_shm(NW, RAW, NST, g.rb);
+    const size_t shm = wt_shm(NW, RAW, NST, g.rb, OVL);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wt<NW, RAW, NST>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wt<NW, RAW, NST, OVL>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + 2 * NW - 1) / (2 * NW), a->splits);
-    k_attn_decode_wt<NW, RAW, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    k_attn_decode_wt<NW, RAW, NST, OVL><<<grid, DM_THREADS, shm, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_wt");
     return MLA_OK;
 }
 
-/* fp8: as many raw stages (3, 2, 1) as shared memory holds beside the widened tile. */
+/* MLA_GPU_DECODE_WT_OVL=1, read once: the overlapped fp8 schedule where it fits. */
+static int wt_ovl(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("MLA_GPU_DECODE_WT_OVL");
+        on = e && !strcmp(e, "1");
+    }
+    return on;
+}
+
+/* fp8: with MLA_GPU_DECODE_WT_OVL=1, two bf16 tiles and the raw half stages that fit beside them (8 heads
+ * a warpgroup: 3, 16: 2; 32: none, so the old schedule); else as many raw stages (3, 2, 1) as shared
+ * memory holds beside the one widened tile. e4m3fnuz keeps the old schedule (dm_widen, not timed). */
 template <int NW> static mla_status wt_launch_raw(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
-    if (wt_shm(NW, 1, 3, g.rb) <= DM_SHM_MAX) return wt_launch<NW, 1, 3>(st, a, g);
-    if (wt_shm(NW, 1, 2, g.rb) <= DM_SHM_MAX) return wt_launch<NW, 1, 2>(st, a, g);
+    if constexpr (NW <= 16) {
+        constexpr int NH = NW == 8 ? 3 : 2;
+        if (wt_ovl() && !a->kv.codec.fp8_fnuz && wt_shm(NW, 1, NH, g.rb, 1) <= DM_SHM_MAX)
+            return wt_launch<NW, 1, NH, 1>(st, a, g);
+    }
+    if (wt_shm(NW, 1, 3, g.rb, 0) <= DM_SHM_MAX) return wt_launch<NW, 1, 3>(st, a, g);
+    if (wt_shm(NW, 1, 2, g.rb, 0) <= DM_SHM_MAX) return wt_launch<NW, 1, 2>(st, a, g);
     return wt_launch<NW, 1, 1>(st, a, g);
 }
 
