@@ -176,25 +176,21 @@ static mla_status add_row(dcmp_state *s, int layer, const char *tap, const mla_c
     return c->on_row(c->user, &row);
 }
 
-/* The routing rule of layer's router (mla_cmp_route_rule) from the reference dump's config, the
- * model's e_score_correction_bias (*bias, owned by the caller) and the rule's route_noise_k.
- * Returns MLA_OK with *ok = 0 when the bias the config names cannot be read (no model). */
-static mla_status route_rule(const dcmp_state *s, int layer, const mla_dump *a, const mla_rule_limits *rl,
-                             mla_cmp_route_rule *rule, double **bias, int *ok)
+mla_status mla_dcmp_route_rule(mla_model *model, const mla_config *cf, int layer, double noise_k,
+                               mla_cmp_route_rule *rule, double **bias, int *ok)
 {
-    const mla_config *cf = &a->cfg;
     *rule = (mla_cmp_route_rule){.n_group = cf->topk_method != MLA_TOPK_GREEDY ? cf->n_group : 1,
                                  .topk_group = cf->topk_group,
                                  .sigmoid = cf->scoring_func == MLA_SCORE_SIGMOID,
                                  .group_top2 = cf->has_e_score_correction_bias,
-                                 .noise_k = rl->lim.route_noise_k};
+                                 .noise_k = noise_k};
     *bias = NULL;
     *ok = 1;
     if (!cf->has_e_score_correction_bias) return MLA_OK;
     const mla_tensor *t = NULL;
     char name[96];
     snprintf(name, sizeof name, "model.layers.%d.mlp.gate.e_score_correction_bias", layer);
-    if (!s->c->model || mla_model_tensor(s->c->model, name, &t) || !t) {
+    if (!model || mla_model_tensor(model, name, &t) || !t) {
         *ok = 0;
         return MLA_OK;
     }
@@ -205,6 +201,13 @@ static mla_status route_rule(const dcmp_state *s, int layer, const mla_dump *a, 
     rule->bias = *bias;
     rule->n_bias = n;
     return MLA_OK;
+}
+
+/* The routing rule of layer's router from the reference dump's config and the rule's route_noise_k. */
+static mla_status route_rule(const dcmp_state *s, int layer, const mla_dump *a, const mla_rule_limits *rl,
+                             mla_cmp_route_rule *rule, double **bias, int *ok)
+{
+    return mla_dcmp_route_rule(s->c->model, &a->cfg, layer, rl->lim.route_noise_k, rule, bias, ok);
 }
 
 /* The routing tap: expert sets per token; a flip fails unless the reference's decision was a near

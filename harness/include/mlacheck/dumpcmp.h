@@ -76,6 +76,14 @@ typedef struct mla_dcmp_result {
     char first_optional_missing[48]; /* the first of them in computation order, "L0/q_nope"; "" when none */
 } mla_dcmp_result;
 
+/* The routing rule (compare.h, mla_cmp_route_rule) of layer's router under config cf (the reference
+ * side's), with model's e_score_correction_bias in *bias (owned by the caller, NULL when none) and
+ * noise_k (the rule's route_noise_k). *ok = 0 when cf names a bias that model (NULL allowed) cannot
+ * supply: the margins cannot be placed, so the caller must treat every flip as clear. Every routing
+ * comparison (mla_dcmp, the noise-floor check) builds its rule here. */
+mla_status mla_dcmp_route_rule(mla_model *model, const mla_config *cf, int layer, double noise_k,
+                               mla_cmp_route_rule *rule, double **bias, int *ok);
+
 /* a is the reference side, b the candidate. What each side must hold (the completeness rule):
  * - required taps: every layer's block output `out` (layers 0 .. the model's num_hidden_layers - 1,
  *   from each dump's /meta model_config) and `logits`. The reference must hold them (a hollow golden

@@ -173,6 +173,19 @@ const char *chk_cross_base(const mla_suite_case *cs);
  * fail. The runner drives nothing for it then. */
 int chk_golden_reseeded(const chk_run *r);
 
+/* ---- precision.c: the noise floor, exposed for the tests (test_checks.c) ---- */
+/* Routing of layer (topk_ids) of the oracle a against the candidate b, each flip judged by a's margins
+ * under the rules' route_noise_k for (r->profile, check); margins unknown (no rule, bias or router
+ * logits): every flip clear. */
+mla_status chk_noise_floor_route(const chk_run *r, const char *check, const mla_dump *a, const mla_dump *b,
+                                 int layer, mla_cmp_routing_result *rr);
+/* One sequence of noise-floor (r->rep may be NULL: no rows): every tap of the candidate b and of the
+ * emulating reference e against the oracle a, in computation order; the first tap over k x the floor
+ * fails, and so does a clear routing flip at topk_ids. After a benign flip the later taps are not
+ * judged and extra[n_extra] says so ("" otherwise). */
+mla_status chk_noise_floor_seq(chk_run *r, const char *check, double k, const mla_dump *a, const mla_dump *b,
+                               const mla_dump *e, mla_dcmp_result *res, char *extra, size_t n_extra);
+
 /* ---- verdict.c: verdicts and failing inputs ---- */
 void chk_verdict_note(chk_run *r, const char *check, const char *path, const mla_dcmp_result *res, const char *extra);
 void chk_verdict_error(chk_run *r, const char *check, const char *path, mla_status st);
