@@ -440,7 +440,7 @@ static void test_rules_shipped(void **state)
     /* lines measured on named models (model=...) apply to those models alone: the GPU engine's layer-0
      * lse on tiny-v3 from the reseeded campaign, v3-layer keeps the shared hand-set line */
     l = mla_rules_match_model(r, "L0/lse", "bf16", "cross-engine@gpu", "tiny-v3");
-    assert_true(l->lim.rel_l2 == 1.3e-3);
+    assert_true(l->lim.rel_l2 == 1.8e-3);
     l = mla_rules_match_model(r, "L0/lse", "bf16", "cross-engine@gpu", "v3-layer");
     assert_true(l->lim.rel_l2 == 5e-4);
     /* Routing line comes before the profile lines: it wins. */
