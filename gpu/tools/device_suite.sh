@@ -7,9 +7,11 @@
 #   gpu     the gpu suite with the engine's default kernels
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
-#   reseed  false-alarm hunt: the gpu suite under --reseed 1 .. RESEEDS (default 20), PAR runs at a time
-#           (default 8; OpenBLAS one thread each; gpu/tools/reseed_runs.sh; FIRST=K starts at K), $OUT/reseed.tsv; RUN_ARGS
-#           (e.g. -k globs) and BLAS_THREADS pass through to it
+#   reseed  false-alarm hunt: the gpu suite under --reseed FIRST .. RESEEDS (default 1 .. 20; gpu/tools/
+#           reseed_runs.sh), each K split into the case groups of SPLIT (default: six groups, every case but
+#           v3-layer-batch8), PAR processes at a time (default 16), one thread each, cut at BUDGET seconds
+#           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt and reseed-metrics.tar.xz
+#           (every run's metrics.tsv, for mlacheck calibrate --from). 10 K take ~380 s on the H200.
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
@@ -17,6 +19,7 @@
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp}
+T_START=$(date +%s)
 WHAT=" ${*:-check gpu faults} "
 want() { [[ "$WHAT" == *" $1 "* ]]; }
 D=$PWD/.deps
@@ -83,8 +86,13 @@ if want long; then
 fi
 if want reseed; then
     t0=$(date +%s)
-    bash gpu/tools/reseed_runs.sh $M gpu "${RESEEDS:-20}" "${PAR:-8}" $R/reseed
-    echo "reseed: exit $? in $(( $(date +%s) - t0 )) s"
+    # the longest group first (H200 2026-12-02, seconds a group at PAR 16: 155, 110, 90, 75, 70, 57)
+    G="-k v2-lite-layer-gpu;-k tiny-v3-gpu -k tiny-v3-faults -k tiny-v3-noise;-k trained-v3-gpu;-k trained-v2-lite-gpu"
+    G="$G;-k tiny-v3-batch64 -k tiny-v3-gpu-sched* -k v3-layer-gpu-sched;-k tiny-v2-lite-* -k asym-*"
+    SPLIT=${SPLIT:-$G} DEADLINE=$((T_START + ${BUDGET:-540})) \
+        bash gpu/tools/reseed_runs.sh $M gpu "${RESEEDS:-20}" "${PAR:-16}" $R/reseed | tail -3
+    echo "reseed: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     cp $R/reseed/reseed.tsv $R/reseed/reseed-failures.txt "$OUTDIR/"
+    (cd $R/reseed && tar cf - r*-g*/*/metrics.tsv | xz -T0 -6 >"$OUTDIR/reseed-metrics.tar.xz")
 fi
-tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' $R
+tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' --exclude=reseed $R
