@@ -200,6 +200,9 @@ mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_args *a);
 /* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; gpu_attn_prefill_mma picks it */
 int gpu_prefill_wg_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);
+/* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only), where MLA_GPU_PREFILL_PIPE=1 */
+int gpu_prefill_pipe_on(void);
+mla_status gpu_attn_prefill_pipe(hipStream_t st, const gpu_prefill_args *a);
 
 /* The decode kernels: the first (block per token, head, split), the head-grouped SIMT one
  * (gpu_decode_tile.h) and the tensor-core one (gpu_decode_mma.hip). */

@@ -47,6 +47,23 @@ template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma
 /* Shared-memory writes of the generic proxy (st.shared, cp.async) made visible to wgmma's reads. */
 __device__ __forceinline__ void wg_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* Pins registers in flight for a wgmma group to the program order of the waits: after wg_wait, an empty
+ * asm that "writes" them keeps the compiler from moving their reads above the wait, or from reusing
+ * them (an A operand read from registers) for other values before it (CUTLASS's
+ * warpgroup_fence_operand). */
+template <int N> __device__ __forceinline__ void wg_fence_operand(float (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N, int M> __device__ __forceinline__ void wg_fence_operand(uint32_t (&d)[N][M])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int j = 0; j < M; j++) asm volatile("" : "+r"(d[i][j])::"memory");
+}
+
 #define WG_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define WG_F16(d, i) WG_F8(d, i), WG_F8(d, i + 8)
 #define WG_F64(d, i) WG_F16(d, i), WG_F16(d, i + 16), WG_F16(d, i + 32), WG_F16(d, i + 48)

@@ -1,0 +1,207 @@
+/* gpu_prefill_wg.h: the steps both wgmma prefill kernels share (gpu_prefill_wg.hip, the serial
+ * schedule; gpu_prefill_pipe.hip, the pipelined one), so that the two compute the same thing by the same
+ * code: the Q load, a K/V tile's copy, S = Q K^T, the online softmax of a 64-key tile, P packed as the A
+ * operand of O += P V, the part's normalization and the block's merge and store. Shapes and layouts:
+ * gpu_prefill_wg.hip's header. NVIDIA only (sm_90a); include after gpu_internal.h under !MLA_GPU_HIP. */
+#ifndef MLA_GPU_PREFILL_WG_H
+#define MLA_GPU_PREFILL_WG_H
+
+#include "gpu_dtype.h"
+#include "gpu_mma.h"
+#include "gpu_wgmma.h"
+
+#define PW_THREADS 256
+#define PW_BM 128 /* query rows a block, 64 a warpgroup */
+#define PW_BN 64  /* keys a tile */
+#define PW_P 128
+#define PW_R 64
+#define PW_V 128
+#define PW_QK (PW_P + PW_R)
+#define PW_QATOM (PW_BM * WG_ATOM_ROW) /* an atom of the Q tile: 128 rows, 16 KB */
+#define PW_KATOM (PW_BN * WG_ATOM_ROW) /* an atom of a K or V tile: 64 rows, 8 KB */
+#define PW_QT (PW_QK / 64 * PW_QATOM)  /* 48 KB */
+#define PW_KT (PW_QK / 64 * PW_KATOM)  /* 24 KB */
+#define PW_VT (PW_V / 64 * PW_KATOM)   /* 16 KB */
+#define PW_STAGE (PW_KT + PW_VT)       /* a K/V stage, 40 KB */
+#define PW_SHM(nst) (1024 + PW_QT + (nst) * PW_STAGE)
+
+/* Copies (cp.async, not committed) key tile k of a part (keys [0, nk) at workspace rows base + key) into
+ * the stage at kt; nothing past the part's last tile. Row tid / 4; chunks tid % 4 + 4 i of its 40
+ * (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled. */
+__device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt)
+{
+    const int tid = threadIdx.x, ntiles = (nk + PW_BN - 1) / PW_BN;
+    if (k >= ntiles) return;
+    const int c0 = k * PW_BN, j = tid / 4, ok = j < nk - c0;
+    const int64_t row = base + c0 + (ok ? j : 0);
+    const uint8_t *sk = reinterpret_cast<const uint8_t *>(a.kvx + row * a.h * (PW_P + PW_V) + (int64_t)h * (PW_P + PW_V));
+    const uint8_t *sr = reinterpret_cast<const uint8_t *>(a.ws_kpe + row * PW_R), *sv = sk + PW_P * 2;
+    const uint32_t dk = tc_smem(kt), dv = tc_smem(kt + PW_KT);
+    for (int c = tid % 4; c < 40; c += 4) {
+        if (c < 24) { /* K columns 8 c .. 8 c + 7 */
+            const uint8_t *src = c < 16 ? sk + c * 16 : sr + (c - 16) * 16;
+            tc_cp<16>(dk + (c / 8) * PW_KATOM + wg_sw128(j, (c % 8) * 8), ok ? src : sk, ok ? 16 : 0);
+        } else {
+            const int cv = c - 24;
+            tc_cp<16>(dv + (cv / 8) * PW_KATOM + wg_sw128(j, (cv % 8) * 8), ok ? sv + cv * 16 : sk, ok ? 16 : 0);
+        }
+    }
+}
+
+/* Issues S = Q K^T of one warpgroup (its 64 rows of Q at qa) against the K tile at kt and commits it as
+ * one wgmma group; s is zeroed first (the accumulate form, as the first kernel). */
+__device__ __forceinline__ void pw_scores(float (&s)[32], uint32_t qa, uint32_t kt)
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++) s[i] = 0.0f;
+    wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < PW_QK / 16; ks++)
+        wg_m64n64_ss(s, wg_desc_k(qa + ks / 4 * PW_QATOM + ks % 4 * 32), wg_desc_k(kt + ks / 4 * PW_KATOM + ks % 4 * 32));
+    wg_commit();
+}
+
+/* Issues O += P V (P as A fragments, the V tile at vt) and commits it as one wgmma group. */
+__device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN / 16][4], uint32_t vt)
+{
+#pragma unroll
+    for (int kk = 0; kk < PW_BN / 16; kk++) wg_m64n128_rs_tb(o, pa[kk], wg_desc_n(vt + kk * 16 * WG_ATOM_ROW, PW_KATOM));
+    wg_commit();
+}
+
+/* The online softmax of one 64-key tile (keys c0 ..) on the S accumulator s, in the order of the first
+ * wgmma kernel: scale (and mask), row maxima over the 4 lanes of a row, corr = 2^(m_old - m_new),
+ * l *= corr, then p = 2^(s - m) left in s in place while l += p0 + p1 pair by pair (the A fragments'
+ * order). s[4 j + e]: key c0 + 8 j + 2 tq + (e % 2) of row r0 + 8 (e / 2). MASK 0 where every key of
+ * the tile is visible to every row of the warpgroup (below nk and, causal, at or below its first row +
+ * causal_plus): the same values without the per-key test; the product is __fmul_rn there so that it is
+ * rounded once as the masked form's (its select keeps the product from fusing into s - m). */
+template <int MASK>
+__device__ __forceinline__ void pw_softmax(float (&s)[32], float (&m)[2], float (&l)[2], float (&corr)[2], float s_mul,
+                                           int c0, int r0, int tq, int nk, int causal, int causal_plus)
+{
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        if (MASK) {
+            const int key = c0 + 8 * (i / 4) + 2 * tq + (i % 2), row = r0 + 8 * ((i / 2) % 2);
+            const int vis = key < nk && (!causal || key <= row + causal_plus);
+            s[i] = vis ? s[i] * s_mul : -INFINITY;
+        } else {
+            s[i] = __fmul_rn(s[i], s_mul);
+        }
+        mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float mn = fmaxf(m[r], mx[r]);
+        /* a row that sees no key yet (causal, or a padding row): kept at -inf without NaN */
+        corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+        m[r] = mn;
+        l[r] *= corr[r];
+    }
+    /* P: columns 16 kk .. 16 kk + 15 of the A fragments are s[8 kk .. 8 kk + 7] */
+#pragma unroll
+    for (int kk = 0; kk < PW_BN / 16; kk++)
+#pragma unroll
+        for (int f = 0; f < 4; f++) {
+            const int i = 8 * kk + 2 * f, r = f % 2;
+            const float p0 = m[r] == -INFINITY ? 0.0f : exp2f(s[i] - m[r]);
+            const float p1 = m[r] == -INFINITY ? 0.0f : exp2f(s[i + 1] - m[r]);
+            l[r] += p0 + p1;
+            s[i] = p0;
+            s[i + 1] = p1;
+        }
+}
+
+/* P rounded to bf16 (round to nearest even) and packed as the A fragments of O += P V. */
+__device__ __forceinline__ void pw_pack(const float (&s)[32], uint32_t (&pa)[PW_BN / 16][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < PW_BN / 16; kk++)
+#pragma unroll
+        for (int f = 0; f < 4; f++) pa[kk][f] = tc_pack(s[8 * kk + 2 * f], s[8 * kk + 2 * f + 1]);
+}
+
+__device__ __forceinline__ void pw_rescale(float (&o)[64], const float (&corr)[2])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) o[i] *= corr[(i / 2) % 2];
+}
+
+/* End of a part: row sums over the 4 lanes of a row, o normalized, the part's LSE (natural). */
+__device__ __forceinline__ void pw_finish(float (&o)[64], const float (&m)[2], float (&l)[2], float (&lse)[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            if ((i / 2) % 2 == r) o[i] *= inv;
+        lse[r] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * 0.69314718055994531f : -INFINITY;
+    }
+}
+
+/* One block (blockIdx: query tile, sequence, head) around a part function
+ * part(h, base, nk, causal, row0, qs, kst, o, lse) that attends keys [0, nk) at workspace rows base + key
+ * and leaves the normalized output and the LSE: Q into shared memory, the new part (causal), then the
+ * cached context and the merge when there is one, then the store. */
+template <class Part> __device__ __forceinline__ void pw_block(const gpu_prefill_args &a, uint8_t *mem, Part part)
+{
+    uint8_t *qs = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *kst = qs + PW_QT;
+    const gpu_seq s = a.seqs[blockIdx.y];
+    /* the last query tiles (the most keys under the causal mask) first: a shorter tail */
+    const int h = blockIdx.z, row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM;
+    if (row0 >= s.n_new) return; /* the whole block: fewer new tokens in this sequence */
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
+    for (int i = tid; i < PW_BM * PW_QK / 8; i += PW_THREADS) { /* Q rows, zero past the new tokens */
+        const int row = i / (PW_QK / 8), c = i % (PW_QK / 8), tok = row0 + row;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (tok < s.n_new) {
+            const int64_t t = s.tok0 + tok;
+            x = c < PW_P / 8 ? *reinterpret_cast<const uint4 *>(a.q_nope + (t * a.h + h) * PW_P + c * 8)
+                             : *reinterpret_cast<const uint4 *>(a.q_pe + (t * a.h + h) * PW_R + (c - PW_P / 8) * 8);
+        }
+        *reinterpret_cast<uint4 *>(qs + c / 8 * PW_QATOM + wg_sw128(row, (c % 8) * 8)) = x;
+    }
+
+    /* new part: keys = new tokens up to the block's last row (+ causal_plus) */
+    const int last = min(row0 + PW_BM, s.n_new) - 1, nk_new = min(s.n_new, last + 1 + a.causal_plus);
+    float ob[64], lb[2];
+    part(h, s.ws0 + s.n_past, nk_new, 1, row0, qs, kst, ob, lb);
+    float lse_out[2] = {lb[0], lb[1]};
+    if (s.n_past > 0) {
+        float oa[64], la[2];
+        part(h, s.ws0, s.n_past, 0, row0, qs, kst, oa, la);
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float xa = a.lse_bf16 ? gd_round_bf16(la[r]) : la[r], xb = a.lse_bf16 ? gd_round_bf16(lb[r]) : lb[r];
+            float mm = fmaxf(xa, xb), wa = expf(xa - mm), wb = expf(xb - mm);
+            float fa = wa / (wa + wb), fb = wb / (wa + wb);
+#pragma unroll
+            for (int i = 0; i < 64; i++)
+                if ((i / 2) % 2 == r) ob[i] = gd_round_bf16(oa[i]) * fa + gd_round_bf16(ob[i]) * fb;
+            lse_out[r] = logf(wa + wb) + mm;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int tok = row0 + 64 * wg + 16 * warp + gq + 8 * r;
+        if (tok >= s.n_new) continue;
+        const int64_t t = s.tok0 + tok;
+        uint16_t *dst = a.out + (t * a.h + h) * PW_V;
+#pragma unroll
+        for (int j = 0; j < PW_V / 8; j++) {
+            const uint32_t pk = (uint32_t)gd_f32_to_bf16(ob[4 * j + 2 * r]) | (uint32_t)gd_f32_to_bf16(ob[4 * j + 2 * r + 1]) << 16;
+            *reinterpret_cast<uint32_t *>(dst + 8 * j + 2 * tq) = pk;
+        }
+        if (tq == 0) a.lse[t * a.h + h] = lse_out[r];
+    }
+}
+
+#endif
