@@ -10,8 +10,9 @@
 #   reseed  false-alarm hunt: the gpu suite under --reseed FIRST .. RESEEDS (default 1 .. 20; gpu/tools/
 #           reseed_runs.sh), each K split into the case groups of SPLIT (default: six groups, every case but
 #           v3-layer-batch8), PAR processes at a time (default 16), one thread each, cut at BUDGET seconds
-#           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt and reseed-metrics.tar.xz
-#           (every run's metrics.tsv, for mlacheck calibrate --from). 10 K take ~380 s on the H200.
+#           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt, limit-use.txt and
+#           reseed-random.tsv.xz / reseed-trained.tsv.xz (every run's metrics joined per model family, for
+#           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
@@ -93,6 +94,7 @@ if want reseed; then
         bash gpu/tools/reseed_runs.sh $M gpu "${RESEEDS:-20}" "${PAR:-16}" $R/reseed | tail -3
     echo "reseed: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     cp $R/reseed/reseed.tsv $R/reseed/reseed-failures.txt "$OUTDIR/"
-    (cd $R/reseed && tar cf - r*-g*/*/metrics.tsv | xz -T0 -6 >"$OUTDIR/reseed-metrics.tar.xz")
+    bash gpu/tools/reseed_summary.sh $R/reseed "$OUTDIR"
+    xz -T0 -6 "$OUTDIR"/reseed-random.tsv "$OUTDIR"/reseed-trained.tsv
 fi
 tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' --exclude=reseed $R
