@@ -2,7 +2,7 @@
 # reseed_summary.sh DIR OUT: after gpu/tools/reseed_runs.sh, the runs under DIR (rK-gG/<run>/metrics.tsv)
 # joined into the inputs of `mlacheck calibrate --from`, one table per model family (the trained models'
 # lines are their own, model=trained-.*): OUT/reseed-random.tsv and OUT/reseed-trained.tsv; and
-# OUT/limit-use.txt: per check, the rel_l2 rows, the largest limit use and where, and how many rows sit
+# OUT/limit-use.txt: per check (bitwise ones left out), the rel_l2 rows, the largest limit use and where, and how many rows sit
 # above 0.8 and above 1 (topk_ids rows are margin / bound, judged by route_noise_k, and left out).
 set -u -o pipefail
 dir=$1 out=$2
@@ -14,7 +14,7 @@ awk -F'\t' -v r="$out/reseed-random.tsv" -v t="$out/reseed-trained.tsv" '
     { print > ($1 ~ /^trained-/ ? t : r) }' "${files[@]}"
 for f in random trained; do
     echo "== $f models: ${#files[@]} metrics files"
-    awk -F'\t' 'NR > 1 && $2 ~ /@/ && $2 !~ /determinism|batch-invariance/ && $6 != "topk_ids" {
+    awk -F'\t' 'NR > 1 && $2 !~ /determinism|batch-invariance/ && $6 != "topk_ids" {
         c = $2; n[c]++; if ($15 > 0.8) hi[c]++; if ($15 > 1) over[c]++
         if ($15 > mx[c]) { mx[c] = $15; w[c] = $1 " " $3 " " $4 " L" $5 "/" $6 }
     } END { for (c in n) printf "%-24s rows %7d  max limit use %.3f (%s)  > 0.8: %d  > 1: %d\n", c, n[c], mx[c], w[c], hi[c] + 0, over[c] + 0 }' \
