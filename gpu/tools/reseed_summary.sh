@@ -2,8 +2,9 @@
 # reseed_summary.sh DIR OUT: after gpu/tools/reseed_runs.sh, the runs under DIR (rK-gG/<run>/metrics.tsv)
 # joined into the inputs of `mlacheck calibrate --from`, one table per model family (the trained models'
 # lines are their own, model=trained-.*): OUT/reseed-random.tsv and OUT/reseed-trained.tsv; and
-# OUT/limit-use.txt: per check (bitwise ones left out), the rel_l2 rows, the largest limit use and where, and how many rows sit
-# above 0.8 and above 1 (topk_ids rows are margin / bound, judged by route_noise_k, and left out).
+# OUT/limit-use.txt: per check (bitwise ones left out), the rel_l2 rows, the largest limit use and
+# where, and how many rows sit above 0.8 and above 1 (topk_ids rows are margin / bound, judged by
+# route_noise_k, and left out).
 set -u -o pipefail
 dir=$1 out=$2
 mkdir -p "$out" || exit 2
