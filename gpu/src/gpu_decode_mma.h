@@ -197,15 +197,18 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
 /* Byte offset of element (r, e) of a 64 x 576 swizzled tile. */
 __device__ __forceinline__ int wd_off(int r, int e) { return e / 64 * WD_ATOM + wg_sw128(r, e % 64); }
 
-/* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies):
- * row tid / 4, 16-byte chunks tid % 4 + 4 i of its 72; rows at or past end zero-filled (P . V never
- * meets the pool's NaN poison). */
-__device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, int c, int end, uint8_t *tile)
+/* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies)
+ * by NT threads, u = 0 .. NT - 1 (DM_THREADS: the block; 128: one warpgroup): row u / T, 16-byte chunks
+ * u % T + T i of its 72 (T = NT / 64 threads a row); rows at or past end zero-filled (P . V never meets
+ * the pool's NaN poison). */
+template <int NT = DM_THREADS>
+__device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, int c, int end, uint8_t *tile, int u = threadIdx.x)
 {
-    const int j = threadIdx.x / 4, ok = j < end - c;
+    constexpr int T = NT / WD_NK;
+    const int j = u / T, ok = j < end - c;
     const uint8_t *src = ok ? kv_row(kv, slot, c + j) : kv.pool;
     const uint32_t d = tc_smem(tile);
-    for (int ch = threadIdx.x % 4; ch < WD_L / 8; ch += 4) tc_cp<16>(d + wd_off(j, ch * 8), src + (ok ? ch * 16 : 0), ok ? 16 : 0);
+    for (int ch = u % T; ch < WD_L / 8; ch += T) tc_cp<16>(d + wd_off(j, ch * 8), src + (ok ? ch * 16 : 0), ok ? 16 : 0);
 }
 
 #define DM_SHM_MAX 232448 /* dynamic shared memory a block may opt into on sm_90 (227 KB) */

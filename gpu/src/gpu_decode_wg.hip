@@ -10,7 +10,10 @@
  *   O += P V    P rounded to bf16 (as the mma.sync kernel, FlashMLA, FlashAttention 2/3) into a
  *               swizzled 64 x 64 tile; warpgroup w: output columns [256 w, 256 w + 256), 4
  *               m64n256k16 reading V from the same cache tile N-major (its rows are keys)
- * Output as every decode kernel: the split's normalized fp32 output and LSE, merged by the combine. */
+ * Output as every decode kernel: the split's normalized fp32 output and LSE, merged by the combine.
+ * The steps are gpu_decode_wg.h's, shared with gpu_decode_wg_ovl.hip: the same values on another
+ * schedule (warpgroup 0 computes S and the softmax of all 64 keys while warpgroup 1 runs PV and the
+ * copies), behind MLA_GPU_DECODE_WG_OVL=1 (default off). */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
@@ -18,16 +21,7 @@
 
 #else
 
-#include "gpu_decode_mma.h"
-
-#define WD_THREADS 256
-#define WD_HM 64                    /* heads a block */
-#define WD_P (WD_NK / 64 * WD_ATOM) /* P: 64 heads x 64 keys, one atom */
-#define WD_NST 2
-
-/* Shared memory: 1024 bytes of alignment slack, Q, the stages, P, row maxima and sums of both
- * warpgroups. */
-#define WD_SHM (1024 + WD_TILE * (1 + WD_NST) + WD_P + 2 * 2 * WD_HM * 4)
+#include "gpu_decode_wg.h"
 
 __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_args a, dm_geom g)
 {
@@ -38,28 +32,17 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
 
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;
-    const int t = blockIdx.x, h0 = blockIdx.y * WD_HM, sp = blockIdx.z;
-    const gpu_seq s = a.seqs[a.tok_seq[t]];
-    const int pos = s.n_past + (t - s.tok0);
-    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    const int per = (total + a.splits - 1) / a.splits;
-    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
+    const wd_part pt = wd_part_of(a);
 
     auto issue = [&](int k) { /* tile k into stage k % WD_NST, commit group k */
-        if (k < ntiles) dm_load_wide(a.kv, s.slot, j0 + k * WD_NK, j1, kst + (k % WD_NST) * WD_TILE);
+        if (k < pt.ntiles) dm_load_wide(a.kv, pt.slot, pt.j0 + k * WD_NK, pt.j1, kst + (k % WD_NST) * WD_TILE);
     };
 #pragma unroll
     for (int k = 0; k < WD_NST; k++) {
         issue(k);
         tc_commit();
     }
-    for (int i = tid; i < WD_HM * WD_L / 8; i += WD_THREADS) { /* Q, eight columns at a time */
-        const int r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
-        uint32_t w[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1));
-        *reinterpret_cast<uint4 *>(qs + wd_off(r, e)) = make_uint4(w[0], w[1], w[2], w[3]);
-    }
+    wd_stage_q(a, g, pt, qs);
 
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
     float o[128];
@@ -68,8 +51,8 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     const int row0 = 16 * warp + gq; /* this thread's rows: row0 and row0 + 8 */
     const uint64_t dq = wg_desc_k(tc_smem(qs)), dp = wg_desc_k(tc_smem(ps));
 
-    for (int it = 0; it < ntiles; it++) {
-        const int n = min(WD_NK, j1 - (j0 + it * WD_NK));
+    for (int it = 0; it < pt.ntiles; it++) {
+        const int n = min(WD_NK, pt.j1 - (pt.j0 + it * WD_NK));
         tc_wait<WD_NST - 1>(); /* tile it has landed (this thread's copies) */
         wg_proxy_fence();      /* ... and, with Q and P, is visible to wgmma */
         __syncthreads();       /* every thread's copies; everyone is done with tile it - 1 */
@@ -80,54 +63,27 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
 #pragma unroll
         for (int i = 0; i < 16; i++) sc[i] = 0.0f;
         wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < WD_L / 16; ks++) {
-            const uint32_t off = ks / 4 * WD_ATOM + ks % 4 * 32;
-            wg_m64_ss(sc, wg_desc_add(dq, off), wg_desc_add(dk, off));
-        }
+        wd_s(sc, dq, dk); /* keys [32 wg, 32 wg + 32) */
         wg_commit();
         wg_wait<0>();
 
-        /* online softmax (base 2): sc[4 j + e] is key 32 wg + 8 j + 2 tq + (e % 2) of row row0 + 8 (e / 2) */
-        float mx[2] = {-INFINITY, -INFINITY};
+        /* online softmax (base 2) over the warpgroup's half; the row maxima meet in shared memory */
+        float mx[2];
+        wd_half_max(sc, wg, tq, n, g.s_mul, mx);
 #pragma unroll
-        for (int i = 0; i < 16; i++) {
-            const int key = 32 * wg + 8 * (i / 4) + 2 * tq + (i % 2);
-            sc[i] = key < n ? sc[i] * g.s_mul : -INFINITY;
-            mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], sc[i]);
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        for (int r = 0; r < 2; r++)
             if (tq == 0) red_m[wg * WD_HM + row0 + 8 * r] = mx[r];
-        }
         __syncthreads();
         float corr[2];
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const float mn = fmaxf(m_run[r], fmaxf(red_m[row0 + 8 * r], red_m[WD_HM + row0 + 8 * r]));
-            corr[r] = exp2f(m_run[r] - mn); /* m_run = -inf on the first tile: 0 */
-            m_run[r] = mn;
-            l_run[r] *= corr[r];
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const float p0 = exp2f(sc[4 * j + 2 * r] - m_run[r]), p1 = exp2f(sc[4 * j + 2 * r + 1] - m_run[r]);
-                l_run[r] += p0 + p1;
-                *reinterpret_cast<uint32_t *>(ps + wg_sw128(row0 + 8 * r, 32 * wg + 8 * j + 2 * tq)) = tc_pack(p0, p1);
-            }
-#pragma unroll
-        for (int i = 0; i < 128; i++) o[i] *= corr[(i / 2) % 2];
+        for (int r = 0; r < 2; r++) corr[r] = wd_rescale(m_run[r], red_m[row0 + 8 * r], red_m[WD_HM + row0 + 8 * r]);
+        wd_half_p(sc, wg, m_run, corr, l_run, ps, row0, tq);
+        wd_scale_o(o, corr);
         wg_proxy_fence();
         __syncthreads(); /* P of all 64 keys */
 
         wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < WD_NK / 16; kk++)
-            wg_m64n256_ss_tb(o, wg_desc_add(dp, kk * 32), wg_desc_add(dv, kk * 16 * WG_ATOM_ROW));
+        wd_pv(o, dp, dv);
         wg_commit();
         wg_wait<0>();
         __syncthreads(); /* stage it % WD_NST and P consumed by both warpgroups */
@@ -136,26 +92,9 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     }
 
     /* row sums: over the four lanes of a row, then the two warpgroups */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-        l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-        if (tq == 0) red_l[wg * WD_HM + row0 + 8 * r] = l_run[r];
-    }
+    wd_put_l(l_run, red_l + wg * WD_HM, row0, tq);
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int h = h0 + row0 + 8 * r;
-        if (h >= a.h) continue;
-        const float l = red_l[row0 + 8 * r] + red_l[WD_HM + row0 + 8 * r];
-        const int64_t pi = ((int64_t)t * a.h + h) * a.splits + sp;
-        const float f = l > 0.0f ? g.o_mul / l : 0.0f;
-        float *dst = a.part_o + pi * WD_C + 256 * wg;
-#pragma unroll
-        for (int j = 0; j < 32; j++)
-            *reinterpret_cast<float2 *>(dst + 8 * j + 2 * tq) = make_float2(o[4 * j + 2 * r] * f, o[4 * j + 2 * r + 1] * f);
-        if (wg == 0 && tq == 0) a.part_lse[pi] = l > 0.0f ? (m_run[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
-    }
+    wd_store(a, g, pt, wg, row0, tq, o, m_run, red_l);
 }
 
 /* Above 32 heads only: at 16 and 32 the transposed decode wastes no MMA rows (MLA_GPU_DECODE_WG_ALL, the
@@ -171,6 +110,7 @@ mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm
 {
     if (!gpu_decode_wg_fits(&a->kv, a->h))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wgmma decode: needs a bf16 cache of C 512 + R 64 and > 32 heads");
+    if (gpu_decode_wg_ovl()) return gpu_attn_decode_wg_ovl(st, a, g);
     static int attr = 0;
     if (!attr) {
         MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wg),

@@ -41,7 +41,7 @@ static size_t wt_shm(int nw, int raw, int nst, int rb, int ovl)
 }
 
 /* Barrier of warpgroup w alone (barrier 0 is __syncthreads'). */
-__device__ __forceinline__ void wt_bar(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
+__device__ __forceinline__ void wt_bar(int w) { wg_bar_sync(1 + w, 128); }
 
 /* Column (head, in the warpgroup) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is
  * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */

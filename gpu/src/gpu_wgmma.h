@@ -47,6 +47,12 @@ template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma
 /* Shared-memory writes of the generic proxy (st.shared, cp.async) made visible to wgmma's reads. */
 __device__ __forceinline__ void wg_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* Named barrier id (1 .. 15; 0 is __syncthreads') over n threads (a multiple of 32): wg_bar_sync waits
+ * until n threads have arrived, wg_bar_arrive counts this thread and goes on (a producer's signal: the
+ * memory operations before it are ordered before those after the consumers' wg_bar_sync). */
+__device__ __forceinline__ void wg_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void wg_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
 /* Pins registers in flight for a wgmma group to the program order of the waits: after wg_wait, an empty
  * asm that "writes" them keeps the compiler from moving their reads above the wait, or from reusing
  * them (an A operand read from registers) for other values before it (CUTLASS's
