@@ -41,7 +41,7 @@
  * unchanged. Only the schedule differs. MLA_GPU_DECODE_WG_OVL=2 (a trial) computes S as one m64n64k16
  * chain instead of two m64n32k16 (Q read from shared memory once a k step, not twice): the same k order
  * per element, bit-identical only if the tensor cores' sum for an element does not depend on N, which
- * the bench's check lines against =1 decide. */
+ * the bench's check lines against =1 decide. Compiled for sm_90a; not yet run on a GPU (2026-12-02). */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
