@@ -49,9 +49,6 @@
 
 #else
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "gpu_decode_wg.h"
 
 /* Named barriers (0 is __syncthreads'). */
@@ -203,11 +200,7 @@ template <int S64> __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decod
 
 int gpu_decode_wg_ovl(void)
 {
-    static int mode = -1;
-    if (mode < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WG_OVL");
-        mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : 0;
-    }
+    static const int mode = gpu_env_switch("MLA_GPU_DECODE_WG_OVL", 2);
     return mode;
 }
 

@@ -335,11 +335,7 @@ static mla_status wt_launch(hipStream_t st, const gpu_decode_args *a, const dm_g
 /* MLA_GPU_DECODE_WT_OVL=1, read once: the overlapped fp8 schedule where it fits. */
 static int wt_ovl(void)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WT_OVL");
-        on = e && !strcmp(e, "1");
-    }
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WT_OVL", 1);
     return on;
 }
 

@@ -9,6 +9,8 @@
 #include "hip_compat.h"
 #include "mla/backend.h"
 
+#include <stdlib.h>
+
 /* A linear layer y = x . W^T, W [N, K]. bf16 weights (w) or, in fp8w, e4m3fn codes (q) with
  * 128x128 block scales (s [ceil(N/128), ceil(K/128)], dequant multipliers). */
 typedef struct gpu_linear {
@@ -197,6 +199,14 @@ typedef enum { GPU_PREFILL_FIRST = 0, GPU_PREFILL_TILED = 1, GPU_PREFILL_MMA = 2
 mla_status gpu_attn_prefill(hipStream_t st, const gpu_prefill_args *a);
 int gpu_prefill_mma_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_args *a);
+/* A kernel switch in the environment: a single digit 1 .. max gives that digit, unset or anything else
+ * 0 (the default kernel). Callers keep it in a static, read once, so a run never changes kernels midway. */
+static inline int gpu_env_switch(const char *name, int max)
+{
+    const char *e = getenv(name);
+    return e && e[0] >= '1' && e[0] <= '0' + max && !e[1] ? e[0] - '0' : 0;
+}
+
 /* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; gpu_attn_prefill_mma picks it */
 int gpu_prefill_wg_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);

@@ -37,9 +37,6 @@
 
 #if !defined(MLA_GPU_HIP)
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "gpu_prefill_wg.h"
 
 #define PP_NST 4 /* stages: tile it + 2 is copied while tile it is computed */
@@ -133,11 +130,7 @@ __global__ void __launch_bounds__(PW_THREADS, 1) k_attn_prefill_pipe(gpu_prefill
 /* MLA_GPU_PREFILL_PIPE=1, read once: this kernel where gpu_prefill_wg.hip's fits. */
 extern "C" int gpu_prefill_pipe_on(void)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("MLA_GPU_PREFILL_PIPE");
-        on = e && !strcmp(e, "1");
-    }
+    static const int on = gpu_env_switch("MLA_GPU_PREFILL_PIPE", 1);
     return on;
 }
 
