@@ -106,6 +106,18 @@ static void *host_alloc(size_t bytes)
     return p;
 }
 
+/* FNV-1a over a device buffer's bytes: kernels said to be bit-identical (gpu/bench/KERNELS.md) must
+ * print the same digest of the same workload's output. */
+static uint64_t bn_digest(uint64_t h, const void *dev, size_t bytes)
+{
+    uint8_t *p = (uint8_t *)host_alloc(bytes);
+    BN_CHECK(hipMemcpy(p, dev, bytes, hipMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    free(p);
+    return h;
+}
+#define BN_DIGEST0 0xcbf29ce484222325ull
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -215,6 +227,7 @@ typedef struct result_row {
     double gbs, tflops, worst_rel, worst_lse;
     double control; /* rel L2 against the other head's reference: must fail the gate */
     int ok;
+    uint64_t digest; /* bn_digest of the output and lse of the checked launch */
 } result_row;
 
 /* The decode check: each sampled token is one sequence of the operator's batch, cut at the token's
@@ -337,6 +350,7 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
         exit(3);
     }
     BN_CHECK(hipStreamSynchronize(env->st));
+    res->digest = bn_digest(bn_digest(BN_DIGEST0, olat, (size_t)T * h * C * 2), lse, (size_t)T * h * 4);
 
     bn_samples *sm = (bn_samples *)host_alloc(sizeof(bn_samples));
     check_decode(&kv, n_blocks, rows * row_bytes, tables, seqs, tok_seq, T, h, scale, qa, qp, olat, lse, sm);
@@ -495,6 +509,7 @@ static void bench_prefill(bench_env *env, int b, int s, int h, gpu_prefill_kerne
         exit(3);
     }
     BN_CHECK(hipStreamSynchronize(env->st));
+    res->digest = bn_digest(bn_digest(BN_DIGEST0, out, (size_t)T * h * V * 2), lse, (size_t)T * h * 4);
 
     /* rows of the first and last sequence at the start, middle and end of the prompt */
     bn_samples *sm = (bn_samples *)host_alloc(sizeof(bn_samples));
@@ -525,9 +540,10 @@ static void bench_prefill(bench_env *env, int b, int s, int h, gpu_prefill_kerne
 static void print_row(FILE *f, const result_row *r)
 {
     fprintf(f, "| %-7s | %-6s | %3d | %5d | %3d | %4d | %3d | %10.1f | %7.1f | %5.1f%% | %7.2f | %5.2f%% | %.1e / %.1e "
-               "(control %.1e) %s |\n",
+               "(control %.1e) %s | %016llx |\n",
             r->what, r->kv, r->b, r->s_k, r->h, r->s_q, r->splits, r->ms * 1e3, r->gbs, 100 * r->gbs / CEIL_GBS,
-            r->tflops, 100 * r->tflops / CEIL_TFLOPS, r->worst_rel, r->worst_lse, r->control, r->ok ? "ok" : "FAIL");
+            r->tflops, 100 * r->tflops / CEIL_TFLOPS, r->worst_rel, r->worst_lse, r->control, r->ok ? "ok" : "FAIL",
+            (unsigned long long)r->digest);
 }
 
 static void usage(void)
@@ -541,11 +557,11 @@ static void usage(void)
 
 static void write_tsv(FILE *f, const result_row *r, int n)
 {
-    fprintf(f, "kernel\tkv\tb\ts_k\th\ts_q\tsplits\tmedian_us\tgbs\ttflops\trel_l2\tlse_err\tcontrol\tok\n");
+    fprintf(f, "kernel\tkv\tb\ts_k\th\ts_q\tsplits\tmedian_us\tgbs\ttflops\trel_l2\tlse_err\tcontrol\tok\tdigest\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.3e\t%.3e\t%.3e\t%d\n", r[i].what, r[i].kv, r[i].b,
+        fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.3e\t%.3e\t%.3e\t%d\t%016llx\n", r[i].what, r[i].kv, r[i].b,
                 r[i].s_k, r[i].h, r[i].s_q, r[i].splits, r[i].ms * 1e3, r[i].gbs, r[i].tflops, r[i].worst_rel,
-                r[i].worst_lse, r[i].control, r[i].ok);
+                r[i].worst_lse, r[i].control, r[i].ok, (unsigned long long)r[i].digest);
 }
 
 int main(int argc, char **argv)
@@ -634,9 +650,9 @@ int main(int argc, char **argv)
     env.reps = saved_reps;
 
     int fails = 0;
-    printf("\n| kernel | kv | b | s_k | h | s_q | splits | median us | GB/s | %% of %.0f | TFLOP/s | %% of %.0f | check rel L2 / lse (control) |\n",
+    printf("\n| kernel | kv | b | s_k | h | s_q | splits | median us | GB/s | %% of %.0f | TFLOP/s | %% of %.0f | check rel L2 / lse (control) | output digest |\n",
            CEIL_GBS, CEIL_TFLOPS);
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         print_row(stdout, &rows[i]);
         fails += !rows[i].ok;
