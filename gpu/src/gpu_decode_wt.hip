@@ -303,11 +303,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
  * wgmma decode: this kernel at 64 heads took 594.0 us against its 460.7 (b128 s_k 8192, H200 2026-12-02). */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("MLA_GPU_DECODE_WT");
-        off = e && !strcmp(e, "0");
-    }
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WT");
     const mla_kv_codec &k = kv->codec;
     const int fp8 = k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS;
     const int heads_ok = h >= 1 && ((h <= 32 && !off) || (h <= 64 && fp8));

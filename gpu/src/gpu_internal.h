@@ -10,6 +10,7 @@
 #include "mla/backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A linear layer y = x . W^T, W [N, K]. bf16 weights (w) or, in fp8w, e4m3fn codes (q) with
  * 128x128 block scales (s [ceil(N/128), ceil(K/128)], dequant multipliers). */
@@ -206,11 +207,18 @@ static inline int gpu_env_switch(const char *name, int max)
     const char *e = getenv(name);
     return e && e[0] >= '1' && e[0] <= '0' + max && !e[1] ? e[0] - '0' : 0;
 }
+/* An off-switch for a default kernel: 1 when the variable is exactly "0", so the old kernel stays
+ * selectable for comparisons. Read once by callers, as above. */
+static inline int gpu_env_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && !strcmp(e, "0");
+}
 
 /* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; gpu_attn_prefill_mma picks it */
 int gpu_prefill_wg_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);
-/* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only), where MLA_GPU_PREFILL_PIPE=1 */
+/* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only): the default, MLA_GPU_PREFILL_PIPE=0 the serial one */
 int gpu_prefill_pipe_on(void);
 mla_status gpu_attn_prefill_pipe(hipStream_t st, const gpu_prefill_args *a);
 

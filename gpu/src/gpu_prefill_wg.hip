@@ -10,8 +10,8 @@
  * kernel's, so the reference's attn_tc emulation (mla_attn_tc_tile) holds for both.
  * Parts and merge as the other prefill kernels (reference/NUMERICS.md): new tokens (causal) first, then
  * the cached context, each normalized; with context, both rounded to bf16 and merged by LSE in fp32.
- * The steps are gpu_prefill_wg.h's, shared with the pipelined form (gpu_prefill_pipe.hip,
- * MLA_GPU_PREFILL_PIPE=1); moving them there left this kernel's PTX with the same arithmetic
+ * The serial form (MLA_GPU_PREFILL_PIPE=0). Its steps are gpu_prefill_wg.h's, shared with the pipelined
+ * default (gpu_prefill_pipe.hip); moving them there left this kernel's PTX with the same arithmetic
  * instructions (the cvt of P now after the row sums, 213 registers against 216). */
 #include "gpu_internal.h"
 

@@ -7,7 +7,7 @@
 #   gpu     the gpu suite with the engine's default kernels
 #   faults  each injected fault in the GPU engine (tiny-v3-faults case)
 #   long    gpu-long at kv 8192 (LONG_CASES="..." picks its cases, ~280 s each)
-#   reseed  false-alarm hunt: the gpu suite under --reseed FIRST .. RESEEDS (default 1 .. 20; gpu/tools/
+#   reseed  false-alarm hunt: the gpu suite under --reseed FIRST .. RESEEDS (default 1 .. 20; or KS; gpu/tools/
 #           reseed_runs.sh), each K split into the case groups of SPLIT (default: six groups, every case but
 #           v3-layer-batch8), PAR processes at a time (default 16), one thread each, cut at BUDGET seconds
 #           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt, limit-use.txt and

@@ -10,6 +10,7 @@
 #            longest group first. Default: one group, RUN_ARGS (e.g. "-k tiny-* -k trained-*").
 #   DEADLINE epoch seconds: each process is cut (exit 124) when it would run past it.
 #   FIRST    the first K (1), so that a campaign splits over calls.
+#   KS       the K to run, a space-separated list instead of FIRST .. N (0: the suite as written).
 # Writes DIR/reseed.tsv (K, group, exit status, seconds, summary line; a K passes when all its groups
 # exit 0) and DIR/reseed-failures.txt (the failing checks). H200 2026-12-02, the gpu suite without
 # v3-layer-batch8 (gpu/tools/device_suite.sh reseed): as one group, 20 runs at a time were all cut at
@@ -40,7 +41,8 @@ export -f one
 export m suite dir DEADLINE
 GROUPS_S=$(IFS=';'; echo "${groups[*]}")
 export GROUPS_S
-for g in "${!groups[@]}"; do seq "${FIRST:-1}" "$n" | sed "s/\$/ $g/"; done |
+ks=${KS:-$(seq "${FIRST:-1}" "$n")}
+for g in "${!groups[@]}"; do for k in $ks; do echo "$k $g"; done; done |
     OPENBLAS_NUM_THREADS=${BLAS_THREADS:-1} MLA_REF_THREADS=${BLAS_THREADS:-1} xargs -P "$par" -L1 bash -c 'one "$0" "$1"'
 sort -n -k1,1 -k2,2 "$dir/reseed.rc" | while IFS=$'\t' read -r k g rc s; do
     printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$g" "$rc" "$s" "$(grep -m1 -o "mlacheck run: suite $suite --reseed $k: [^;]*" "$dir/r$k-g$g.log")"
