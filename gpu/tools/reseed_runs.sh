@@ -45,7 +45,7 @@ ks=${KS:-$(seq "${FIRST:-1}" "$n")}
 for g in "${!groups[@]}"; do for k in $ks; do echo "$k $g"; done; done |
     OPENBLAS_NUM_THREADS=${BLAS_THREADS:-1} MLA_REF_THREADS=${BLAS_THREADS:-1} xargs -P "$par" -L1 bash -c 'one "$0" "$1"'
 sort -n -k1,1 -k2,2 "$dir/reseed.rc" | while IFS=$'\t' read -r k g rc s; do
-    printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$g" "$rc" "$s" "$(grep -m1 -o "mlacheck run: suite $suite --reseed $k: [^;]*" "$dir/r$k-g$g.log")"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$g" "$rc" "$s" "$(grep -m1 -o "mlacheck run: suite $suite[^:]*: [^;]*" "$dir/r$k-g$g.log")"
 done >"$dir/reseed.tsv"
 cat "$dir/reseed.tsv"
 grep -h '\*\*FAIL' "$dir"/r*-g*/*/summary.md 2>/dev/null | cut -c1-400 >"$dir/reseed-failures.txt"
