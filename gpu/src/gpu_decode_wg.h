@@ -1,6 +1,6 @@
-/* gpu_decode_wg.h: the steps both 64-head wgmma decode kernels share (gpu_decode_wg.hip, the serial
- * schedule; gpu_decode_wg_ovl.hip, the overlapped one behind MLA_GPU_DECODE_WG_OVL), so that the two
- * compute the same values by the same code: the block's part of the keys, the Q staging, S of a 32-key
+/* gpu_decode_wg.h: the steps of the 64-head wgmma decode (gpu_decode_wg.hip), kept apart so that
+ * another schedule of the same tiles computes the same values by the same code (the overlapped one of
+ * 2026-12-02 did, bit for bit, and was removed as slower: gpu/bench/KERNELS.md "wg ovl"): the block's part of the keys, the Q staging, S of a 32-key
  * half, the scale, mask and row maximum of a half, the rescale, P of a half rounded to bf16 and its row
  * sums, O's rescale, O += P V over 256 output columns, the row sums' reduction and the output. Shapes and
  * layouts: gpu_decode_wg.hip's header. NVIDIA only (sm_90a); include under !MLA_GPU_HIP. */
@@ -159,10 +159,5 @@ __device__ __forceinline__ void wd_store(const gpu_decode_args &a, const dm_geom
         if (wg == 0 && tq == 0) a.part_lse[pi] = l > 0.0f ? (m_run[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
 }
-
-/* MLA_GPU_DECODE_WG_OVL, read once: 0 (default) the serial schedule, 1 the overlapped one, 2 the
- * overlapped one with S as one m64n64k16 chain (gpu_decode_wg_ovl.hip). */
-int gpu_decode_wg_ovl(void);
-mla_status gpu_attn_decode_wg_ovl(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 
 #endif

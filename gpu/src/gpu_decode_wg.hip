@@ -11,9 +11,7 @@
  *               swizzled 64 x 64 tile; warpgroup w: output columns [256 w, 256 w + 256), 4
  *               m64n256k16 reading V from the same cache tile N-major (its rows are keys)
  * Output as every decode kernel: the split's normalized fp32 output and LSE, merged by the combine.
- * The steps are gpu_decode_wg.h's, shared with gpu_decode_wg_ovl.hip: the same values on another
- * schedule (warpgroup 0 computes S and the softmax of all 64 keys while warpgroup 1 runs PV and the
- * copies), behind MLA_GPU_DECODE_WG_OVL=1 (default off). */
+ * The steps are gpu_decode_wg.h's. */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
@@ -110,7 +108,6 @@ mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm
 {
     if (!gpu_decode_wg_fits(&a->kv, a->h))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wgmma decode: needs a bf16 cache of C 512 + R 64 and > 32 heads");
-    if (gpu_decode_wg_ovl()) return gpu_attn_decode_wg_ovl(st, a, g);
     static int attr = 0;
     if (!attr) {
         MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wg),

@@ -13,10 +13,10 @@
 #           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt, limit-use.txt and
 #           reseed-random.tsv.xz / reseed-trained.tsv.xz (every run's metrics joined per model family, for
 #           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
-#   switches  each kernel switch (gpu_env_switch) at each value over the bench rows it touches (SW_DECODE,
-#           SW_PREFILL, SW_FP8: mla_gpu_bench --only / --only-prefill rows): one line a (switch, value, row)
+#   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
+#           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
-#           SW_CASES of the gpu suite with the defaults and with every switch on, metrics.tsv compared
+#           SW_CASES of the gpu suite with the defaults and with every switch flipped, metrics.tsv compared
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
@@ -75,19 +75,18 @@ if want switches; then
             echo "$1=$v $3 $w ${l:-(no row: exit or timeout)}"
         done; done
     }
-    { sw MLA_GPU_DECODE_WG_OVL "0 1 2" --only "${SW_DECODE:-1 4 14 7}"
-      sw MLA_GPU_PREFILL_PIPE "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
+    { sw MLA_GPU_PREFILL_PIPE "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_DECODE_WT_OVL "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES:-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
-    for on in 0 1; do
+    for flip in 0 1; do # 1: every switch away from its default
         t0=$(date +%s)
-        MLA_GPU_DECODE_WG_OVL=$on MLA_GPU_PREFILL_PIPE=$on MLA_GPU_DECODE_WT_OVL=$on \
-            $M run --suite gpu "${sel[@]}" --results $R/sw$on >"$OUTDIR/switch-suite-$on.log" 2>&1
-        echo "switches=$on: exit $? in $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'mlacheck run: [^;]*' "$OUTDIR/switch-suite-$on.log")"
+        f=(); [ $flip = 1 ] && f=(MLA_GPU_PREFILL_PIPE=0 MLA_GPU_DECODE_WT_OVL=1)
+        env "${f[@]}" $M run --suite gpu "${sel[@]}" --results $R/sw$flip >"$OUTDIR/switch-suite-$flip.log" 2>&1
+        echo "switches flipped=$flip: exit $? in $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'mlacheck run: [^;]*' "$OUTDIR/switch-suite-$flip.log")"
     done
-    if cmp -s $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv; then echo "switches on: metrics.tsv identical";
-    else echo "switches on: metrics.tsv differ: $(diff $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv | grep -c '^>') rows"; fi
+    if cmp -s $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv; then echo "switches flipped: metrics.tsv identical";
+    else echo "switches flipped: metrics.tsv differ: $(diff $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv | grep -c '^>') rows"; fi
 fi
 if want gpu; then
     t0=$(date +%s)
