@@ -78,7 +78,7 @@ static int cal_from(const char *path, const mla_rules *rules, mla_calib_set *set
     mla_status st = mla_metrics_load(path, &m);
     if (!st) st = mla_calib_add(set, &m, rules);
     mla_metrics_free(&m);
-    if (st) fprintf(stderr, "mlacheck calibrate: %s\n", mla_last_error());
+    if (st) fprintf(stderr, "mlacheck calibrate: %s: %s\n", path, mla_last_error());
     return st ? cli_exit_for(st) : 0;
 }
 
@@ -103,7 +103,7 @@ int cli_calibrate(int argc, char **argv)
 {
     const char *suites[CAL_MAX_INPUTS], *froms[CAL_MAX_INPUTS];
     int n_suites = 0, n_froms = 0, quiet = 0, reseeds = 1;
-    const char *out = NULL, *rules_out = NULL, *results = NULL;
+    const char *out = NULL, *rules_out = NULL, *results = NULL, *models = NULL;
     double k = MLA_CALIB_K;
     mla_runner_opts ro = {0};
     cli_parser p;
@@ -121,6 +121,7 @@ int cli_calibrate(int argc, char **argv)
             else froms[n_froms++] = optarg;
             break;
         case 'e': ro.engine = optarg; break;
+        case 'm': models = optarg; break;
         case 'c': ro.only_case = optarg; break;
         case 'K':
             if (cli_parse_int("calibrate", "--kv-splits", optarg, 0, 1 << 16, &ro.kv_splits)) return CLI_EXIT_USAGE;
@@ -209,6 +210,16 @@ int cli_calibrate(int argc, char **argv)
         return CLI_EXIT_ENGINE;
     }
     int code = 0;
+    if (models) {
+        mla_suite *ms = NULL;
+        mla_status st = mla_suite_load(cli_dir("suites", sd, sizeof sd), models, &ms);
+        if (!st) st = mla_calib_set_models(set, ms);
+        mla_suite_free(ms);
+        if (st) {
+            fprintf(stderr, "mlacheck calibrate: --models %s: %s\n", models, mla_last_error());
+            code = CLI_EXIT_USAGE;
+        }
+    }
     /* more workloads of the same suites (mlacheck/reseed.h): the tail of the benign error, which one
      * fixed set of prompts can miss (8 of 20 ci runs under --reseed 1 .. 20 failed at 41a2710's limits) */
     for (int i = 0; i < n_suites && !code; i++)

@@ -109,6 +109,8 @@ static const cli_opt accuracy_opts[] = {
 static const cli_opt calibrate_opts[] = {
     {"suite", 's', 0, CLI_NAME, "NAME", "a suite to run and measure; repeat for more (default ci)"},
     {"from", 'f', 0, CLI_FILE, "METRICS.tsv", "measure a finished run's metrics.tsv instead; repeat for more"},
+    {"models", 'm', 0, CLI_NAME, "SUITE",
+     "each row's model is its case's in SUITE: the lines carry model=(...) of the models measured"},
     {"engine", 'e', 0, CLI_NAME, "ENGINE", "ref, gpu or plugin:PATH.so (default: the suites')"},
     {"case", 'c', 0, CLI_NAME, "NAME", "run only this case"},
     {"kv-splits", 'K', 0, CLI_INT, "N", "KV split count passed to the engines"},

@@ -21,6 +21,9 @@ typedef struct {
 struct mla_calib_set {
     calib_group *g;
     size_t n, cap;
+    char **case_of, **model_of; /* mla_calib_set_models: case name -> model name */
+    int n_cases;
+    char suite[128];
 };
 
 mla_status mla_calib_begin(mla_calib_set **out)
@@ -33,6 +36,12 @@ static void set_free(mla_calib_set *s)
 {
     if (!s) return;
     for (size_t i = 0; i < s->n; i++) free(s->g[i].v);
+    for (int i = 0; i < s->n_cases; i++) {
+        free(s->case_of[i]);
+        free(s->model_of[i]);
+    }
+    free(s->case_of);
+    free(s->model_of);
     free(s->g);
     free(s);
 }
@@ -112,11 +121,69 @@ static calib_group *find_group(mla_calib_set *s, const char *check, const char *
     return g;
 }
 
+mla_status mla_calib_set_models(mla_calib_set *s, const mla_suite *suite)
+{
+    if (s->n_cases) return mla_errorf(MLA_ERR_INVALID, "calibrate: models already set (suite %s)", s->suite);
+    int n = suite->n_cases;
+    if (!(s->case_of = calloc((size_t)(n ? n : 1), sizeof *s->case_of)) ||
+        !(s->model_of = calloc((size_t)(n ? n : 1), sizeof *s->model_of)))
+        return mla_errorf(MLA_ERR_NOMEM, "calibrate: %d cases", n);
+    for (int i = 0; i < n; i++) {
+        const char *model = suite->cases[i].model ? suite->cases[i].model : "";
+        if (!(s->case_of[i] = strdup(suite->cases[i].name)) || !(s->model_of[i] = strdup(model)))
+            return mla_errorf(MLA_ERR_NOMEM, "calibrate: case names");
+        s->n_cases = i + 1;
+    }
+    snprintf(s->suite, sizeof s->suite, "%s", suite->name);
+    return MLA_OK;
+}
+
+/* The row's model by its case (mla_calib_set_models), NULL without a map; *st set when the case is unknown. */
+static const char *row_model(const mla_calib_set *s, const mla_rep_row *r, mla_status *st)
+{
+    *st = MLA_OK;
+    if (!s->n_cases) return NULL;
+    for (int i = 0; i < s->n_cases; i++)
+        if (r->case_name && !strcmp(s->case_of[i], r->case_name)) return s->model_of[i];
+    *st = mla_errorf(MLA_ERR_INVALID, "calibrate: metric row of case '%s' (%s, %s): suite %s has no such case, so its "
+                     "model is unknown (expected the suite the runs came from)", r->case_name ? r->case_name : "",
+                     r->check, r->profile, s->suite);
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Adds model to a row's sorted '|'-joined list. */
+static mla_status add_model(mla_calib_row *row, const char *model)
+{
+    char buf[sizeof row->models], *names[64];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", row->models);
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t && n < 64; t = strtok_r(NULL, "|", &save)) {
+        if (!strcmp(t, model)) return MLA_OK; /* already there */
+        names[n++] = t;
+    }
+    size_t len = strlen(row->models) + strlen(model) + 1;
+    if (n == 64 || len >= sizeof row->models)
+        return mla_errorf(MLA_ERR_INVALID, "calibrate: %s %s %s: more models than %zu bytes of names hold", row->check,
+                          row->profile, row->tap, sizeof row->models);
+    names[n++] = (char *)model;
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    char out[sizeof row->models];
+    size_t o = 0;
+    for (int i = 0; i < n; i++) o += (size_t)snprintf(out + o, sizeof out - o, "%s%s", i ? "|" : "", names[i]);
+    memcpy(row->models, out, o + 1);
+    return MLA_OK;
+}
+
 mla_status mla_calib_add(mla_calib_set *s, const mla_metrics *m, const mla_rules *rules)
 {
     for (size_t i = 0; i < m->n_rows; i++) {
         const mla_rep_row *r = &m->rows[i];
         if (!row_is_noise(r)) continue;
+        mla_status ms;
+        const char *model = row_model(s, r, &ms);
+        if (ms) return ms;
         int route = r->worst && !strcmp(r->worst, "route_margin");
         char cls[64], key[64];
         int order = tap_class(r, cls, sizeof cls);
@@ -124,10 +191,12 @@ mla_status mla_calib_add(mla_calib_set *s, const mla_metrics *m, const mla_rules
         calib_group *g = find_group(s, r->check, r->profile, cls, route ? "route_margin" : "rel_l2", order, &st);
         if (!g) return st;
         if ((st = push(g, route ? r->headroom : r->rel_l2))) return st;
+        if (model && (st = add_model(&g->row, model))) return st;
         if (!rules || route) continue;
         if (r->layer >= 0) snprintf(key, sizeof key, "L%d/%s", r->layer, r->tap);
         else snprintf(key, sizeof key, "%s", r->tap);
-        const mla_rule_limits *rl = mla_rules_match(rules, key, r->profile, r->check);
+        const mla_rule_limits *rl = model ? mla_rules_match_model(rules, key, r->profile, r->check, model)
+                                          : mla_rules_match(rules, key, r->profile, r->check);
         int line = rl ? rl->line : 0;
         if (g->n == 1) {
             g->row.rule_line = line;
@@ -206,12 +275,12 @@ mla_status mla_calib_write_tsv(const char *path, const mla_calib_table *t)
 {
     FILE *f = fopen(path, "w");
     if (!f) return mla_errorf(MLA_ERR_IO, "%s: cannot write the calibration table: %s", path, strerror(errno));
-    fputs("check\tprofile\ttap\tmetric\tn\tmedian\tp99\tmax\tk\tlimit\tlimit_now\trule_line\tsource\n", f);
+    fputs("check\tprofile\ttap\tmetric\tn\tmedian\tp99\tmax\tk\tlimit\tlimit_now\trule_line\tmodels\tsource\n", f);
     for (size_t i = 0; i < t->n_rows; i++) {
         const mla_calib_row *r = &t->rows[i];
-        fprintf(f, "%s\t%s\t%s\t%s\t%lld\t%.3g\t%.3g\t%.3g\t%g\t%.2g\t%.3g\t%d%s\t%s\n", r->check, r->profile, r->tap,
-                r->metric, (long long)r->n, r->median, r->p99, r->max, t->k, r->limit, r->limit_now, r->rule_line,
-                r->mixed_rules ? "+" : "", t->source);
+        fprintf(f, "%s\t%s\t%s\t%s\t%lld\t%.3g\t%.3g\t%.3g\t%g\t%.2g\t%.3g\t%d%s\t%s\t%s\n", r->check, r->profile,
+                r->tap, r->metric, (long long)r->n, r->median, r->p99, r->max, t->k, r->limit, r->limit_now,
+                r->rule_line, r->mixed_rules ? "+" : "", r->models[0] ? r->models : "-", t->source);
     }
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     return MLA_OK;
@@ -244,10 +313,22 @@ mla_status mla_calib_write_rules(const char *path, const mla_calib_table *t, con
             continue;
         }
         if (!(r->limit > 0)) continue;
-        char chk[160];
+        char chk[160], models[sizeof r->models * 2 + 16] = "";
         regex_escape(r->check, chk, sizeof chk);
-        fprintf(f, "%-28s %-6s %-24s rel_l2=%.2g   # source: %s row %zu: n=%lld median=%.2g max=%.2g (k=%g)\n",
-                r->tap, r->profile, chk, r->limit, tsv_name, i + 1, (long long)r->n, r->median, r->max, t->k);
+        if (r->models[0]) { /* model=(a|b): each name escaped, the '|' kept */
+            size_t o = (size_t)snprintf(models, sizeof models, " model=(");
+            for (const char *p = r->models; *p;) {
+                size_t len = strcspn(p, "|");
+                char one[sizeof r->models], esc[sizeof r->models * 2];
+                snprintf(one, sizeof one, "%.*s", (int)len, p);
+                regex_escape(one, esc, sizeof esc);
+                o += (size_t)snprintf(models + o, sizeof models - o, "%s%s", p == r->models ? "" : "|", esc);
+                p += len + (p[len] == '|');
+            }
+            snprintf(models + o, sizeof models - o, ")");
+        }
+        fprintf(f, "%-28s %-6s %-24s rel_l2=%.2g%s   # source: %s row %zu: n=%lld median=%.2g max=%.2g (k=%g)\n",
+                r->tap, r->profile, chk, r->limit, models, tsv_name, i + 1, (long long)r->n, r->median, r->max, t->k);
     }
     if (fclose(f) != 0) return mla_errorf(MLA_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     return MLA_OK;

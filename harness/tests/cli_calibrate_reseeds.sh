@@ -34,4 +34,12 @@ m3=$(awk -F'\t' '$3 == "L0/attn_core" { print $8 }' "$d/three.tsv")
 grep -q 'mlacheck calibrate --suite .* --reseeds 3 --out' "$d/three.tsv" || fail "the source does not name --reseeds 3"
 "$m" calibrate --suite "$d/cal.suite" --reseeds 0 --out "$d/x.tsv" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--reseeds 0: expected exit 2"
-echo "calibrate --reseeds 3: L0/attn_core n $n1 -> $n3, max $m1 -> $m3"
+# --models: the rows' models by case, the lines narrowed to them; a case the suite lacks is refused
+mt=$(ls "$d"/r/*/metrics.tsv | head -1)
+"$m" calibrate --from "$mt" --models "$d/cal.suite" --out "$d/m.tsv" --quiet >"$d/m.out" 2>&1 || { cat "$d/m.out"; fail "--models: exit $?"; }
+grep -q '^L0/attn_core .* rel_l2=[0-9.e-]* model=(tiny-v3) ' "$d/m.tol" || { cat "$d/m.tol"; fail "no model=(tiny-v3) line"; }
+awk -F'\t' '$3 == "L0/attn_core" && $13 == "tiny-v3" { ok = 1 } END { exit !ok }' "$d/m.tsv" || fail "models column"
+sed 's/^\[case r\]/[case other]/' "$d/cal.suite" >"$d/other.suite"
+"$m" calibrate --from "$mt" --models "$d/other.suite" --out "$d/x.tsv" >"$d/x.out" 2>&1
+[ $? -eq 2 ] && grep -q "case 'r'.*suite other" "$d/x.out" || { cat "$d/x.out"; fail "--models without the case: expected exit 2 naming it"; }
+echo "calibrate --reseeds 3: L0/attn_core n $n1 -> $n3, max $m1 -> $m3; --models: model=(tiny-v3)"

@@ -110,6 +110,70 @@ static void test_table_and_rules(void **state)
     mla_rules_free(rules);
 }
 
+/* --models: each row's model by its case; the rows record the models that fed them, limit_now follows
+ * the model= lines, and the emitted lines carry model=(...) and judge only those models. */
+static void test_models(void **state)
+{
+    (void)state;
+    mla_suite *suite = NULL;
+    assert_int_equal(mla_suite_parse("[defaults]\nengines = ref\nagainst = golden\nprofiles = bf16\n"
+                                     "[case b]\nmodel = tiny-v3\nprompts = random:len=4,seed=1\nchecks = decode-vs-prefill\n"
+                                     "[case a]\nmodel = asym.v3\nprompts = random:len=4,seed=1\nchecks = decode-vs-prefill\n",
+                                     "m.suite", &suite),
+                     MLA_OK);
+    mla_rep_row rows[] = {row("decode-vs-prefill", 0, "lse", 1e-4, NULL), row("decode-vs-prefill", 0, "lse", 2e-4, NULL),
+                          row("decode-vs-prefill", 0, "lse", 3e-4, NULL)};
+    rows[0].case_name = "b";
+    rows[1].case_name = "a";
+    rows[2].case_name = "b";
+    mla_metrics m = {.rows = rows, .n_rows = 3};
+    mla_rules *rules = NULL;
+    assert_int_equal(mla_rules_parse("L0/.* .* .* rel_l2=1e-3 model=tiny-.*\n.* .* .* rel_l2=0.2\n", "now.tol", &rules),
+                     MLA_OK);
+    mla_calib_set *set = NULL;
+    assert_int_equal(mla_calib_begin(&set), MLA_OK);
+    assert_int_equal(mla_calib_set_models(set, suite), MLA_OK);
+    assert_int_equal(mla_calib_add(set, &m, rules), MLA_OK);
+    mla_calib_table t;
+    assert_int_equal(mla_calib_end(set, 3, "x", &t), MLA_OK);
+    const mla_calib_row *lse = find(&t, "decode-vs-prefill", "L0/lse");
+    assert_non_null(lse);
+    assert_string_equal(lse->models, "asym.v3|tiny-v3");
+    /* the first sample (case b, tiny-v3) matched the model= line; case a's the shared one */
+    assert_true(lse->limit_now == 1e-3 && lse->rule_line == 1 && lse->mixed_rules);
+
+    char dir[] = "/tmp/test_calibrate_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char tol[64];
+    snprintf(tol, sizeof tol, "%s/m.tol", dir);
+    assert_int_equal(mla_calib_write_rules(tol, &t, "calibration/m.tsv"), MLA_OK);
+    mla_rules *emitted = NULL;
+    assert_int_equal(mla_rules_load(tol, &emitted), MLA_OK);
+    const mla_rule_limits *rl = mla_rules_match_model(emitted, "L0/lse", "bf16", "decode-vs-prefill", "asym.v3");
+    assert_non_null(rl);
+    assert_true(fabs(rl->lim.rel_l2 - 9e-4) < 1e-18);
+    assert_non_null(mla_rules_match_model(emitted, "L0/lse", "bf16", "decode-vs-prefill", "tiny-v3"));
+    /* '.' escaped: asymXv3 is not asym.v3; a model not measured gets no line */
+    assert_null(mla_rules_match_model(emitted, "L0/lse", "bf16", "decode-vs-prefill", "asymXv3"));
+    assert_null(mla_rules_match_model(emitted, "L0/lse", "bf16", "decode-vs-prefill", "v3-layer"));
+    mla_rules_free(emitted);
+    remove(tol);
+    rmdir(dir);
+    mla_calib_free(&t);
+
+    /* a row of a case the suite lacks: refused, naming the case and the suite */
+    rows[1].case_name = "gone";
+    assert_int_equal(mla_calib_begin(&set), MLA_OK);
+    assert_int_equal(mla_calib_set_models(set, suite), MLA_OK);
+    assert_int_equal(mla_calib_add(set, &m, rules), MLA_ERR_INVALID);
+    assert_non_null(strstr(mla_last_error(), "'gone'"));
+    assert_non_null(strstr(mla_last_error(), "suite m"));
+    assert_int_equal(mla_calib_end(set, 3, "x", &t), MLA_OK);
+    mla_calib_free(&t);
+    mla_rules_free(rules);
+    mla_suite_free(suite);
+}
+
 static void test_bad_k(void **state)
 {
     (void)state;
@@ -124,6 +188,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_up),
         cmocka_unit_test(test_table_and_rules),
+        cmocka_unit_test(test_models),
         cmocka_unit_test(test_bad_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include "mla/mla.h"
 #include "mlacheck/metrics.h"
 #include "mlacheck/rules.h"
+#include "mlacheck/suite.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,7 @@ typedef struct mla_calib_row {
     double limit_now;    /* the current rules' rel_l2 limit of the first sample (-1: no rule), and */
     int rule_line;       /* its line (0 when none) */
     int mixed_rules;     /* 1: the samples matched more than one rule line (the class spans lines) */
+    char models[256];    /* with mla_calib_set_models: the models whose rows fed it, sorted, '|'-joined */
 } mla_calib_row;
 
 typedef struct mla_calib_table {
@@ -54,6 +56,11 @@ typedef struct mla_calib_table {
 typedef struct mla_calib_set mla_calib_set;
 mla_status mla_calib_begin(mla_calib_set **out);
 mla_status mla_calib_add(mla_calib_set *s, const mla_metrics *m, const mla_rules *rules);
+/* Names each row's model by its case's in suite (call before mla_calib_add): rows then record their
+ * models, limit_now follows the rules' model= lines, and the emitted lines carry model=(...), so a
+ * line set from some models' noise judges only those. A row whose case the suite lacks is refused
+ * (MLA_ERR_INVALID naming the case and the suite): its model would be a guess. */
+mla_status mla_calib_set_models(mla_calib_set *s, const mla_suite *suite);
 /* Sorts, takes the statistics and the limits (k > 0) into *t (rows sorted by check, profile, tap
  * class in computation order); frees s. */
 mla_status mla_calib_end(mla_calib_set *s, double k, const char *source, mla_calib_table *t);
@@ -63,10 +70,10 @@ void mla_calib_free(mla_calib_table *t);
 double mla_calib_round_up(double x);
 
 /* The table as TSV (header: check profile tap metric n median p99 max k limit limit_now rule_line
- * source) to path. MLA_ERR_IO naming the path. */
+ * models source; models "-" without mla_calib_set_models) to path. MLA_ERR_IO naming the path. */
 mla_status mla_calib_write_tsv(const char *path, const mla_calib_table *t);
 /* One rules.tol line per rel_l2 row with a nonzero limit: "<tap> <profile> <check> rel_l2=<limit>
- * # source: <tsv_name> row <i>: n=.. max=.. (k=..)", rows numbered from 1 after the header. */
+ * [model=(<models>)] # source: <tsv_name> row <i>: n=.. max=.. (k=..)", rows numbered from 1 after the header. */
 mla_status mla_calib_write_rules(const char *path, const mla_calib_table *t, const char *tsv_name);
 
 #ifdef __cplusplus
