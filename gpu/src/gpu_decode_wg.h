@@ -1,9 +1,10 @@
 /* gpu_decode_wg.h: the steps of the 64-head wgmma decode (gpu_decode_wg.hip), kept apart so that
  * another schedule of the same tiles computes the same values by the same code (the overlapped one of
- * 2026-12-02 did, bit for bit, and was removed as slower: gpu/bench/KERNELS.md "wg ovl"): the block's part of the keys, the Q staging, S of a 32-key
- * half, the scale, mask and row maximum of a half, the rescale, P of a half rounded to bf16 and its row
- * sums, O's rescale, O += P V over 256 output columns, the row sums' reduction and the output. Shapes and
- * layouts: gpu_decode_wg.hip's header. NVIDIA only (sm_90a); include under !MLA_GPU_HIP. */
+ * 2026-12-02 did, bit for bit, and was removed as slower: gpu/bench/KERNELS.md "wg ovl"): the block's
+ * part of the keys, the Q staging, S of a 32-key half, the scale, mask and row maximum of a half, the
+ * rescale, P of a half rounded to bf16 and its row sums, O's rescale, O += P V over 256 output columns,
+ * the row sums' reduction and the output. Shapes and layouts: gpu_decode_wg.hip's header. NVIDIA only
+ * (sm_90a); include under !MLA_GPU_HIP. */
 #ifndef MLA_GPU_DECODE_WG_H
 #define MLA_GPU_DECODE_WG_H
 

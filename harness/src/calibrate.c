@@ -129,10 +129,11 @@ mla_status mla_calib_set_models(mla_calib_set *s, const mla_suite *suite)
         !(s->model_of = calloc((size_t)(n ? n : 1), sizeof *s->model_of)))
         return mla_errorf(MLA_ERR_NOMEM, "calibrate: %d cases", n);
     for (int i = 0; i < n; i++) {
-        const char *model = suite->cases[i].model ? suite->cases[i].model : "";
-        if (!(s->case_of[i] = strdup(suite->cases[i].name)) || !(s->model_of[i] = strdup(model)))
-            return mla_errorf(MLA_ERR_NOMEM, "calibrate: case names");
+        /* the name rules.tol's model= matches: a built-in's, or an HF folder's last component */
+        const char *model = suite->cases[i].model ? suite->cases[i].model : "", *slash = strrchr(model, '/');
         s->n_cases = i + 1;
+        if (!(s->case_of[i] = strdup(suite->cases[i].name)) || !(s->model_of[i] = strdup(slash ? slash + 1 : model)))
+            return mla_errorf(MLA_ERR_NOMEM, "calibrate: case names");
     }
     snprintf(s->suite, sizeof s->suite, "%s", suite->name);
     return MLA_OK;
@@ -144,7 +145,7 @@ static const char *row_model(const mla_calib_set *s, const mla_rep_row *r, mla_s
     *st = MLA_OK;
     if (!s->n_cases) return NULL;
     for (int i = 0; i < s->n_cases; i++)
-        if (r->case_name && !strcmp(s->case_of[i], r->case_name)) return s->model_of[i];
+        if (r->case_name && !strcmp(s->case_of[i], r->case_name)) return s->model_of[i][0] ? s->model_of[i] : NULL;
     *st = mla_errorf(MLA_ERR_INVALID, "calibrate: metric row of case '%s' (%s, %s): suite %s has no such case, so its "
                      "model is unknown (expected the suite the runs came from)", r->case_name ? r->case_name : "",
                      r->check, r->profile, s->suite);

@@ -118,7 +118,7 @@ static void test_models(void **state)
     mla_suite *suite = NULL;
     assert_int_equal(mla_suite_parse("[defaults]\nengines = ref\nagainst = golden\nprofiles = bf16\n"
                                      "[case b]\nmodel = tiny-v3\nprompts = random:len=4,seed=1\nchecks = decode-vs-prefill\n"
-                                     "[case a]\nmodel = asym.v3\nprompts = random:len=4,seed=1\nchecks = decode-vs-prefill\n",
+                                     "[case a]\nmodel = hf/asym.v3\nprompts = random:len=4,seed=1\nchecks = decode-vs-prefill\n",
                                      "m.suite", &suite),
                      MLA_OK);
     mla_rep_row rows[] = {row("decode-vs-prefill", 0, "lse", 1e-4, NULL), row("decode-vs-prefill", 0, "lse", 2e-4, NULL),
