@@ -247,7 +247,7 @@ mla_status mla_calib_end(mla_calib_set *s, double k, const char *source, mla_cal
         set_free(s);
         return mla_errorf(MLA_ERR_NOMEM, "calibrate: %zu rows", n);
     }
-    qsort(s->g, s->n, sizeof *s->g, cmp_group);
+    if (s->n) qsort(s->g, s->n, sizeof *s->g, cmp_group); /* g is NULL when no row was noise */
     for (size_t i = 0; i < s->n; i++) {
         calib_group *g = &s->g[i];
         qsort(g->v, g->n, sizeof *g->v, cmp_double);
