@@ -26,25 +26,28 @@
 #define PW_SHM(nst) (1024 + PW_QT + (nst) * PW_STAGE)
 
 /* Copies (cp.async, not committed) key tile k of a part (keys [0, nk) at workspace rows base + key) into
- * the stage at kt; nothing past the part's last tile. Row tid / 4; chunks tid % 4 + 4 i of its 40
- * (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled. */
+ * the stage at kt; nothing past the part's last tile. Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10)
+ * of its 40 (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled (source size 0 from the part's first
+ * row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
+ * offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096) counted ~40 instructions a chunk with the
+ * loop starting at tid % 4 (not unrolled, three branches a chunk), a third of the kernel's instructions. */
 __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt)
 {
     const int tid = threadIdx.x, ntiles = (nk + PW_BN - 1) / PW_BN;
     if (k >= ntiles) return;
-    const int c0 = k * PW_BN, j = tid / 4, ok = j < nk - c0;
-    const int64_t row = base + c0 + (ok ? j : 0);
+    const int c0 = k * PW_BN, j = tid / 4, q = tid % 4, n = j < nk - c0 ? 16 : 0;
+    const int64_t row = base + c0 + (n ? j : 0);
     const uint8_t *sk = reinterpret_cast<const uint8_t *>(a.kvx + row * a.h * (PW_P + PW_V) + (int64_t)h * (PW_P + PW_V));
     const uint8_t *sr = reinterpret_cast<const uint8_t *>(a.ws_kpe + row * PW_R), *sv = sk + PW_P * 2;
+    /* chunk c of the row: atom c / 8 = i / 2, swizzled 16-byte slot (c % 8) ^ (j % 8), c % 8 = q + 4 (i % 2) */
     const uint32_t dk = tc_smem(kt), dv = tc_smem(kt + PW_KT);
-    for (int c = tid % 4; c < 40; c += 4) {
-        if (c < 24) { /* K columns 8 c .. 8 c + 7 */
-            const uint8_t *src = c < 16 ? sk + c * 16 : sr + (c - 16) * 16;
-            tc_cp<16>(dk + (c / 8) * PW_KATOM + wg_sw128(j, (c % 8) * 8), ok ? src : sk, ok ? 16 : 0);
-        } else {
-            const int cv = c - 24;
-            tc_cp<16>(dv + (cv / 8) * PW_KATOM + wg_sw128(j, (cv % 8) * 8), ok ? sv + cv * 16 : sk, ok ? 16 : 0);
-        }
+    const uint32_t sw[2] = {(uint32_t)wg_sw128(j, q * 8), (uint32_t)wg_sw128(j, (q + 4) * 8)};
+#pragma unroll
+    for (int i = 0; i < 10; i++) {
+        const int at = i / 2; /* atom: K 0-2 (k_nope 0-1, k_pe 2), V 3-4 */
+        if (i < 4) tc_cp<16>(dk + at * PW_KATOM + sw[i % 2], sk + (q + 4 * i) * 16, n);
+        else if (i < 6) tc_cp<16>(dk + at * PW_KATOM + sw[i % 2], sr + (q + 4 * i - 16) * 16, n);
+        else tc_cp<16>(dv + (at - 3) * PW_KATOM + sw[i % 2], sv + (q + 4 * i - 24) * 16, n);
     }
 }
 
@@ -55,17 +58,20 @@ __device__ __forceinline__ void pw_scores(float (&s)[32], uint32_t qa, uint32_t 
 #pragma unroll
     for (int i = 0; i < 32; i++) s[i] = 0.0f;
     wg_fence();
+    /* descriptors as one 64-bit add from the tile's (ncu: ~14 instructions a wgmma with wg_desc each) */
+    const uint64_t dq = wg_desc_k(qa), dk = wg_desc_k(kt);
 #pragma unroll
     for (int ks = 0; ks < PW_QK / 16; ks++)
-        wg_m64n64_ss(s, wg_desc_k(qa + ks / 4 * PW_QATOM + ks % 4 * 32), wg_desc_k(kt + ks / 4 * PW_KATOM + ks % 4 * 32));
+        wg_m64n64_ss(s, wg_desc_add(dq, ks / 4 * PW_QATOM + ks % 4 * 32), wg_desc_add(dk, ks / 4 * PW_KATOM + ks % 4 * 32));
     wg_commit();
 }
 
 /* Issues O += P V (P as A fragments, the V tile at vt) and commits it as one wgmma group. */
 __device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN / 16][4], uint32_t vt)
 {
+    const uint64_t dv = wg_desc_n(vt, PW_KATOM);
 #pragma unroll
-    for (int kk = 0; kk < PW_BN / 16; kk++) wg_m64n128_rs_tb(o, pa[kk], wg_desc_n(vt + kk * 16 * WG_ATOM_ROW, PW_KATOM));
+    for (int kk = 0; kk < PW_BN / 16; kk++) wg_m64n128_rs_tb(o, pa[kk], wg_desc_add(dv, kk * 16 * WG_ATOM_ROW));
     wg_commit();
 }
 

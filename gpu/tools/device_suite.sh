@@ -18,9 +18,9 @@
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
 #           SW_CASES of the gpu suite with the defaults and with every switch flipped, metrics.tsv compared
 #   profile for each "name:kernel-regex:mla_gpu_bench args" of PROF (default: the P1 s 4096 prefill, h128
-#           bf16 and h16 fp8_ds_mla decode), the kernel's SASS (cuobjdump) and one ncu pass of its first launch
-#           (speed of light, warp states, instruction mix, memory tables, and per-SASS-line stall samples as
-#           CSV), all in $OUT/profile.tgz
+#           bf16 and h16 fp8_ds_mla decode), one ncu pass of the kernel's first launch (speed of light, warp
+#           states, instruction mix, memory tables, and the SASS with its per-line stall samples and executed
+#           counts as CSV), all in $OUT/profile.tgz
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
@@ -76,7 +76,6 @@ if want profile; then
     for spec in ${PROF:-prefill:k_attn_prefill_pipe:--only-prefill,0 h128:k_attn_decode_wg:--only,1 fp8ds:k_attn_decode_wt:--only,2}; do
         IFS=: read -r name kern args <<<"$spec"
         t0=$(date +%s)
-        cuobjdump -sass -fun "$kern" ./build-gpu/gpu/mla_gpu_bench >$P/sass-$name.txt 2>&1
         timeout 240 ncu --clock-control none -k "regex:$kern" -c 1 --section SpeedOfLight --section WarpStateStats \
             --section InstructionStats --section SchedulerStats --section Occupancy --section LaunchStats \
             --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SourceCounters \
@@ -84,7 +83,7 @@ if want profile; then
         ncu -i $P/$name.ncu-rep --print-details all >$P/ncu-$name.txt 2>&1
         ncu -i $P/$name.ncu-rep --page source --csv --print-source sass >$P/src-$name.csv 2>&1
         rm -f $P/$name.ncu-rep
-        echo "profile $name ($kern): $(grep -c '^ ' $P/sass-$name.txt) SASS lines, $(grep -m1 -o 'Duration[^0-9]*[0-9.,]* [um]s' $P/ncu-$name.txt) in $(( $(date +%s) - t0 )) s"
+        echo "profile $name ($kern): $(grep -m1 -E '^ +Duration' $P/ncu-$name.txt | tr -s ' '), $(grep -m1 -E 'Executed Instructions ' $P/ncu-$name.txt | tr -s ' ') in $(( $(date +%s) - t0 )) s"
     done
     tar czf "$OUTDIR/profile.tgz" -C $R profile
 fi
