@@ -52,16 +52,16 @@ __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int b
 }
 
 /* Issues S = Q K^T of one warpgroup (its 64 rows of Q at qa) against the K tile at kt and commits it as
- * one wgmma group; s is zeroed first (the accumulate form, as the first kernel). */
+ * one wgmma group; the first k16 step writes s without reading it (scale-d 0: what zeroing s and
+ * accumulating gave, less 32 moves a tile). */
 __device__ __forceinline__ void pw_scores(float (&s)[32], uint32_t qa, uint32_t kt)
 {
-#pragma unroll
-    for (int i = 0; i < 32; i++) s[i] = 0.0f;
     wg_fence();
-    /* descriptors as one 64-bit add from the tile's (ncu: ~14 instructions a wgmma with wg_desc each) */
+    /* descriptors as one add from the tile's (ncu: ~14 instructions a wgmma with wg_desc each) */
     const uint64_t dq = wg_desc_k(qa), dk = wg_desc_k(kt);
+    wg_m64n64_ss<0>(s, dq, dk);
 #pragma unroll
-    for (int ks = 0; ks < PW_QK / 16; ks++)
+    for (int ks = 1; ks < PW_QK / 16; ks++)
         wg_m64n64_ss(s, wg_desc_add(dq, ks / 4 * PW_QATOM + ks % 4 * 32), wg_desc_add(dk, ks / 4 * PW_KATOM + ks % 4 * 32));
     wg_commit();
 }
@@ -75,10 +75,21 @@ __device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN
     wg_commit();
 }
 
+/* 2^x by the special-function unit alone (ex2.approx.ftz; 2^-inf = 0). exp2f is the same MUFU.EX2 with
+ * a rescaling around it for results below 2^-126 (a compare, two predicated multiplies and predicate
+ * moves: ncu of the prefill, 2026-12-04, ~5 instructions a score); here those flush to zero, and a p
+ * that small is below bf16's smallest normal, so P and l do not change at any tested point. */
+__device__ __forceinline__ float pw_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* The online softmax of one 64-key tile (keys c0 ..) on the S accumulator s, in the order of the first
  * wgmma kernel: scale (and mask), row maxima over the 4 lanes of a row, corr = 2^(m_old - m_new),
  * l *= corr, then p = 2^(s - m) left in s in place while l += p0 + p1 pair by pair (the A fragments'
- * order). s[4 j + e]: key c0 + 8 j + 2 tq + (e % 2) of row r0 + 8 (e / 2). MASK 0 where every key of
+ * order); a row that sees no key yet takes p = 2^(-inf - 0) = 0 by one select a row, not one a score. s[4 j + e]: key c0 + 8 j + 2 tq + (e % 2) of row r0 + 8 (e / 2). MASK 0 where every key of
  * the tile is visible to every row of the warpgroup (below nk and, causal, at or below its first row +
  * causal_plus): the same values without the per-key test; the product is __fmul_rn there so that it is
  * rounded once as the masked form's (its select keeps the product from fusing into s - m). */
@@ -104,18 +115,18 @@ __device__ __forceinline__ void pw_softmax(float (&s)[32], float (&m)[2], float 
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
         const float mn = fmaxf(m[r], mx[r]);
         /* a row that sees no key yet (causal, or a padding row): kept at -inf without NaN */
-        corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+        corr[r] = mn == -INFINITY ? 1.0f : pw_ex2(m[r] - mn);
         m[r] = mn;
         l[r] *= corr[r];
     }
+    const float mu[2] = {m[0] == -INFINITY ? 0.0f : m[0], m[1] == -INFINITY ? 0.0f : m[1]};
     /* P: columns 16 kk .. 16 kk + 15 of the A fragments are s[8 kk .. 8 kk + 7] */
 #pragma unroll
     for (int kk = 0; kk < PW_BN / 16; kk++)
 #pragma unroll
         for (int f = 0; f < 4; f++) {
             const int i = 8 * kk + 2 * f, r = f % 2;
-            const float p0 = m[r] == -INFINITY ? 0.0f : exp2f(s[i] - m[r]);
-            const float p1 = m[r] == -INFINITY ? 0.0f : exp2f(s[i + 1] - m[r]);
+            const float p0 = pw_ex2(s[i] - mu[r]), p1 = pw_ex2(s[i + 1] - mu[r]);
             l[r] += p0 + p1;
             s[i] = p0;
             s[i + 1] = p1;
@@ -131,8 +142,11 @@ __device__ __forceinline__ void pw_pack(const float (&s)[32], uint32_t (&pa)[PW_
         for (int f = 0; f < 4; f++) pa[kk][f] = tc_pack(s[8 * kk + 2 * f], s[8 * kk + 2 * f + 1]);
 }
 
+/* O *= corr, skipped where no row of the warp changed its maximum (corr 1: the same O; later tiles of a
+ * long part mostly, ~64 multiplies a thread a tile). */
 __device__ __forceinline__ void pw_rescale(float (&o)[64], const float (&corr)[2])
 {
+    if (__all_sync(0xffffffffu, corr[0] == 1.0f && corr[1] == 1.0f)) return;
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] *= corr[(i / 2) % 2];
 }

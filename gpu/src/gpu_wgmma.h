@@ -30,10 +30,14 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_
     return (uint64_t)((addr & 0x3ffff) >> 4) | (uint64_t)((lbo & 0x3ffff) >> 4) << 16 |
            (uint64_t)((sbo & 0x3ffff) >> 4) << 32 | (uint64_t)1 << 62;
 }
-/* The descriptor of addr + bytes (a multiple of 16) from addr's: one 64-bit add instead of the masks and
- * shifts of wg_desc per instruction (ptx of gpu_decode_wt.hip, 2026-12-02: five instructions a wgmma).
- * The start field holds (addr >> 4) in 14 bits and shared addresses stay below 2^18, so it never carries. */
-__device__ __forceinline__ uint64_t wg_desc_add(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
+/* The descriptor of addr + bytes (a multiple of 16) from addr's: one add instead of the masks and shifts
+ * of wg_desc per instruction (ptx of gpu_decode_wt.hip, 2026-12-02: five instructions a wgmma). The start
+ * field holds (addr >> 4) in 14 bits and shared addresses stay below 2^18, so it never carries: the add
+ * is on the low word only (a 64-bit add was two instructions, ncu of the prefill 2026-12-04). */
+__device__ __forceinline__ uint64_t wg_desc_add(uint64_t d, uint32_t bytes)
+{
+    return (d & 0xffffffff00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
+}
 /* K-major and N-major descriptors of the layouts above; atom: bytes between atoms along N. */
 __device__ __forceinline__ uint64_t wg_desc_k(uint32_t addr) { return wg_desc(addr, 16, 1024); }
 __device__ __forceinline__ uint64_t wg_desc_n(uint32_t addr, uint32_t atom)
@@ -115,15 +119,16 @@ __device__ __forceinline__ void wg_m64n256_ss_tb(float (&d)[128], uint64_t da, u
                  : "l"(da), "l"(db));
 }
 
-/* d (64 x 64) += A . B^T, both K-major (prefill S = Q K^T over 64 keys). */
-__device__ __forceinline__ void wg_m64n64_ss(float (&d)[32], uint64_t da, uint64_t db)
+/* d (64 x 64) += A . B^T (ACC 0: d = A . B^T, d's old values unread), both K-major (prefill S = Q K^T
+ * over 64 keys). */
+template <int ACC = 1> __device__ __forceinline__ void wg_m64n64_ss(float (&d)[32], uint64_t da, uint64_t db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
                  "%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
                  : WG_F16(d, 0), WG_F16(d, 16)
-                 : "l"(da), "l"(db));
+                 : "l"(da), "l"(db), "n"(ACC));
 }
 
 /* d (64 x 128) += A . B, A from registers (mma.sync's A fragment per warp: the S accumulator of
