@@ -56,7 +56,7 @@ __device__ void pp_part(const gpu_prefill_args &a, float s_mul, int h, int base,
     __syncthreads(); /* the previous part is done with the stages */
 #pragma unroll
     for (int k = 0; k < PP_NST; k++) {
-        pw_issue(a, h, base, nk, k, kst + k * PW_STAGE);
+        pw_issue(a, h, base, nk, k, kst + k * PW_STAGE, kst + k * PW_STAGE + PW_KT);
         tc_commit();
     }
     const int r0 = row0 + 64 * wg + 16 * warp + gq; /* this thread's rows r0 and r0 + 8 (new-token index) */
@@ -99,7 +99,7 @@ __device__ void pp_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         pw_pv(o, pa, stage(it - 1) + PW_KT);
         if (it >= 2) {
             const int k = it + PP_NST - 2;
-            pw_issue(a, h, base, nk, k, kst + (k % PP_NST) * PW_STAGE);
+            pw_issue(a, h, base, nk, k, kst + (k % PP_NST) * PW_STAGE, kst + (k % PP_NST) * PW_STAGE + PW_KT);
         }
         tc_commit();
         wg_wait<1>(); /* S(it) done, P V(it - 1) runs on */

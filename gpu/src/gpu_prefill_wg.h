@@ -25,13 +25,14 @@
 #define PW_STAGE (PW_KT + PW_VT)       /* a K/V stage, 40 KB */
 #define PW_SHM(nst) (1024 + PW_QT + (nst) * PW_STAGE)
 
-/* Copies (cp.async, not committed) key tile k of a part (keys [0, nk) at workspace rows base + key) into
- * the stage at kt; nothing past the part's last tile. Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10)
+/* Copies (cp.async, not committed) key tile k of a part (keys [0, nk) at workspace rows base + key): K
+ * into the tile at kt, V into the one at vt (a stage's two halves, or separate rings); nothing past the part's last tile. Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10)
  * of its 40 (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled (source size 0 from the part's first
  * row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
  * offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096) counted ~40 instructions a chunk with the
  * loop starting at tid % 4 (not unrolled, three branches a chunk), a third of the kernel's instructions. */
-__device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt)
+__device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt,
+                                         uint8_t *vt)
 {
     const int tid = threadIdx.x, ntiles = (nk + PW_BN - 1) / PW_BN;
     if (k >= ntiles) return;
@@ -40,7 +41,7 @@ __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int b
     const uint8_t *sk = reinterpret_cast<const uint8_t *>(a.kvx + row * a.h * (PW_P + PW_V) + (int64_t)h * (PW_P + PW_V));
     const uint8_t *sr = reinterpret_cast<const uint8_t *>(a.ws_kpe + row * PW_R), *sv = sk + PW_P * 2;
     /* chunk c of the row: atom c / 8 = i / 2, swizzled 16-byte slot (c % 8) ^ (j % 8), c % 8 = q + 4 (i % 2) */
-    const uint32_t dk = tc_smem(kt), dv = tc_smem(kt + PW_KT);
+    const uint32_t dk = tc_smem(kt), dv = tc_smem(vt);
     const uint32_t sw[2] = {(uint32_t)wg_sw128(j, q * 8), (uint32_t)wg_sw128(j, (q + 4) * 8)};
 #pragma unroll
     for (int i = 0; i < 10; i++) {

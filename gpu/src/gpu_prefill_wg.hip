@@ -36,7 +36,7 @@ __device__ void pw_part(const gpu_prefill_args &a, float s_mul, int h, int base,
     __syncthreads(); /* the previous part is done with the stages */
 #pragma unroll
     for (int k = 0; k < PW_NST; k++) {
-        pw_issue(a, h, base, nk, k, kst + (k % PW_NST) * PW_STAGE);
+        pw_issue(a, h, base, nk, k, kst + (k % PW_NST) * PW_STAGE, kst + (k % PW_NST) * PW_STAGE + PW_KT);
         tc_commit();
     }
     const int r0 = row0 + 64 * wg + 16 * warp + gq; /* this thread's rows r0 and r0 + 8 (new-token index) */
@@ -60,7 +60,7 @@ __device__ void pw_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         wg_wait<0>();
         __syncthreads(); /* stage it % PW_NST consumed by both warpgroups */
         const int k = it + PW_NST;
-        pw_issue(a, h, base, nk, k, kst + (k % PW_NST) * PW_STAGE);
+        pw_issue(a, h, base, nk, k, kst + (k % PW_NST) * PW_STAGE, kst + (k % PW_NST) * PW_STAGE + PW_KT);
         tc_commit();
     }
     pw_finish(o, m, l, lse);

@@ -57,6 +57,32 @@ __device__ __forceinline__ void wg_proxy_fence() { asm volatile("fence.proxy.asy
 __device__ __forceinline__ void wg_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void wg_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 
+/* mbarriers (8 bytes of shared memory each, at shared address bar): a phase completes when count
+ * arrivals have been made; wg_mb_wait(bar, n & 1) waits for the completion of phase n (the parity of
+ * the phase index tells them apart while no waiter falls two phases behind). wg_mb_cp_arrive is one
+ * arrival made when this thread's cp.async copies issued so far have landed (the noinc form: count
+ * includes it). The wait acquires, the arrive releases (CTA scope). */
+__device__ __forceinline__ void wg_mb_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void wg_mb_arrive(uint32_t bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void wg_mb_cp_arrive(uint32_t bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void wg_mb_wait(uint32_t bar, int parity)
+{
+    asm volatile("{\n.reg .pred p;\nWG_MB_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WG_MB_WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
 /* Pins registers in flight for a wgmma group to the program order of the waits: after wg_wait, an empty
  * asm that "writes" them keeps the compiler from moving their reads above the wait, or from reusing
  * them (an A operand read from registers) for other values before it (CUTLASS's
