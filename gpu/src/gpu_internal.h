@@ -221,8 +221,8 @@ mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);
 /* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only): the default, MLA_GPU_PREFILL_PIPE=0 the serial one */
 int gpu_prefill_pipe_on(void);
 mla_status gpu_attn_prefill_pipe(hipStream_t st, const gpu_prefill_args *a);
-/* the pipelined form with the warpgroups in turns (gpu_prefill_pong.hip, NVIDIA only): the default,
- * MLA_GPU_PREFILL_PONG=0 the pipe kernel */
+/* the pipelined form with the warpgroups in turns (gpu_prefill_pong.hip, NVIDIA only): off by default,
+ * MLA_GPU_PREFILL_PONG=1 picks it */
 int gpu_prefill_pong_on(void);
 mla_status gpu_attn_prefill_pong(hipStream_t st, const gpu_prefill_args *a);
 

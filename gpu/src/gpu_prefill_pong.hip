@@ -24,7 +24,17 @@
  * Numerics: bit-identical to gpu_prefill_pipe.hip (and so to gpu_prefill_wg.hip): each warpgroup runs
  * the same helpers (gpu_prefill_wg.h) on the same values in the same order; only when the wgmmas are
  * issued relative to the other warpgroup's changes. Tile 0 stays peeled off the loop and O and P
- * pinned before the fence, as in the pipe kernel (ptxas serializes the wgmmas otherwise). */
+ * pinned before the fence, as in the pipe kernel (ptxas serializes the wgmmas otherwise).
+ *
+ * Result (H200 2026-12-04, 067806e, mla_gpu_bench P1 rows; gpu/bench/KERNELS.md): bit-identical to the
+ * pipe kernel on all four rows and in the gpu suite's cases, but 3-5% slower (s 4096 1,930.7 us against
+ * 1,872.7; 8192 6,767.1 / 6,479.9; 16384 25,530.3 / 24,389.8; b16 s 1024 equal). ncu at s 4096: 552
+ * warp instructions a tile (the mbarrier waits and arrivals; pipe 502), tensor pipe 38% busy (39%),
+ * 0.34 issued per scheduler, and warpgroup 0 stalled 5% of samples at its turn: with 64-key tiles a
+ * warpgroup's turn of wgmmas (12 m64n64k16 + 4 m64n128k16, ~640 tensor cycles) is shorter than its
+ * softmax, so the turns wait on the softmax instead of hiding it. Kept, off by default, as the ring
+ * and barrier scheme the next step needs: 128-key tiles (a turn twice as long per barrier), then a
+ * producer warpgroup. */
 #include "gpu_internal.h"
 
 #if !defined(MLA_GPU_HIP)
@@ -156,11 +166,12 @@ __global__ void __launch_bounds__(PW_THREADS, 1) k_attn_prefill_pong(gpu_prefill
     });
 }
 
-/* This kernel where the pipe kernel fits, unless MLA_GPU_PREFILL_PONG=0 (read once). */
+/* This kernel where the pipe kernel fits with MLA_GPU_PREFILL_PONG=1 (read once); off by default: it is
+ * 3-5% slower than the pipe kernel (above). */
 extern "C" int gpu_prefill_pong_on(void)
 {
-    static const int off = gpu_env_off("MLA_GPU_PREFILL_PONG");
-    return !off;
+    static const int on = gpu_env_switch("MLA_GPU_PREFILL_PONG", 1);
+    return on;
 }
 
 extern "C" mla_status gpu_attn_prefill_pong(hipStream_t st, const gpu_prefill_args *a)

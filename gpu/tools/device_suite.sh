@@ -17,7 +17,7 @@
 #           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
 #           SW_CASES of the gpu suite with the defaults and with every switch flipped, metrics.tsv compared
-#   profile for each "name:kernel-regex:mla_gpu_bench args" of PROF (default: the P1 s 4096 prefill (pong), h128
+#   profile for each "name:kernel-regex:mla_gpu_bench args" of PROF (default: the P1 s 4096 prefill, h128
 #           bf16 and h16 fp8_ds_mla decode), one ncu pass of the kernel's first launch (speed of light, warp
 #           states, instruction mix, memory tables, and the SASS with its per-line stall samples and executed
 #           counts as CSV), all in $OUT/profile.tgz
@@ -73,7 +73,7 @@ if want bench; then
 fi
 if want profile; then
     P=$R/profile && mkdir -p $P
-    for spec in ${PROF:-prefill:k_attn_prefill_pong:--only-prefill,0 h128:k_attn_decode_wg:--only,1 fp8ds:k_attn_decode_wt:--only,2}; do
+    for spec in ${PROF:-prefill:k_attn_prefill_pipe:--only-prefill,0 h128:k_attn_decode_wg:--only,1 fp8ds:k_attn_decode_wt:--only,2}; do
         IFS=: read -r name kern args <<<"$spec"
         t0=$(date +%s)
         timeout 240 ncu --clock-control none -k "regex:$kern" -c 1 --section SpeedOfLight --section WarpStateStats \
@@ -100,9 +100,9 @@ if want switches; then
       sw MLA_GPU_DECODE_WT_OVL "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES:-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
-    for flip in 0 1; do # 1: every switch away from its default (the prefill: the pipe kernel)
+    for flip in 0 1; do # 1: every switch away from its default
         t0=$(date +%s)
-        f=(); [ $flip = 1 ] && f=(MLA_GPU_PREFILL_PONG=0 MLA_GPU_DECODE_WT_OVL=1)
+        f=(); [ $flip = 1 ] && f=(MLA_GPU_PREFILL_PONG=1 MLA_GPU_DECODE_WT_OVL=1)
         env "${f[@]}" $M run --suite gpu "${sel[@]}" --results $R/sw$flip >"$OUTDIR/switch-suite-$flip.log" 2>&1
         echo "switches flipped=$flip: exit $? in $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'mlacheck run: [^;]*' "$OUTDIR/switch-suite-$flip.log")"
     done
