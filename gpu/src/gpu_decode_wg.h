@@ -53,12 +53,16 @@ __device__ __forceinline__ void wd_stage_q(const gpu_decode_args &a, const dm_ge
     }
 }
 
-/* S (issued, not committed) of the 64 heads against 32 keys (sc[16]: m64n32k16, dk at the half's first
+/* S (issued, not committed; sc's old values unread) of the 64 heads against 32 keys (sc[16]: m64n32k16, dk at the half's first
  * row) or 64 (sc[32]: m64n64k16, dk at the tile's first row), 36 k16 steps over C + R in order. */
 template <int N> __device__ __forceinline__ void wd_s(float (&sc)[N], uint64_t dq, uint64_t dk)
 {
+    if constexpr (N == 32) /* the first k16 step writes sc (scale-d 0): no zeroing before */
+        wg_m64n64_ss<0>(sc, dq, dk);
+    else
+        wg_m64_ss<0, 0>(sc, dq, dk);
 #pragma unroll
-    for (int ks = 0; ks < WD_L / 16; ks++) {
+    for (int ks = 1; ks < WD_L / 16; ks++) {
         const uint32_t off = ks / 4 * WD_ATOM + ks % 4 * 32;
         if constexpr (N == 32)
             wg_m64n64_ss(sc, wg_desc_add(dq, off), wg_desc_add(dk, off));
@@ -91,7 +95,7 @@ __device__ __forceinline__ void wd_half_max(float (&sc)[16], int hf, int tq, int
 __device__ __forceinline__ float wd_rescale(float &m_run, float m0, float m1)
 {
     const float mn = fmaxf(m_run, fmaxf(m0, m1));
-    const float corr = exp2f(m_run - mn);
+    const float corr = tc_ex2(m_run - mn);
     m_run = mn;
     return corr;
 }
@@ -109,15 +113,17 @@ __device__ __forceinline__ void wd_half_p(const float (&sc)[16], int hf, const f
     for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const float p0 = exp2f(sc[4 * j + 2 * r] - m_run[r]), p1 = exp2f(sc[4 * j + 2 * r + 1] - m_run[r]);
+            const float p0 = tc_ex2(sc[4 * j + 2 * r] - m_run[r]), p1 = tc_ex2(sc[4 * j + 2 * r + 1] - m_run[r]);
             l[r] += p0 + p1;
             *reinterpret_cast<uint32_t *>(ps + wg_sw128(row0 + 8 * r, 32 * hf + 8 * j + 2 * tq)) = tc_pack(p0, p1);
         }
 }
 
-/* O (this warpgroup's 64 x 256 accumulator) times its rows' rescale factors. */
+/* O (this warpgroup's 64 x 256 accumulator) times its rows' rescale factors; skipped where no row of
+ * the warp moved its maximum (corr 1: the same O, 128 multiplies a thread a tile saved). */
 __device__ __forceinline__ void wd_scale_o(float (&o)[128], const float (&corr)[2])
 {
+    if (__all_sync(0xffffffffu, corr[0] == 1.0f && corr[1] == 1.0f)) return;
 #pragma unroll
     for (int i = 0; i < 128; i++) o[i] *= corr[(i / 2) % 2];
 }

@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     uint8_t *kst = qs + WD_TILE, *ps = kst + WD_NST * WD_TILE;
     float *red_m = reinterpret_cast<float *>(ps + WD_P), *red_l = red_m + 2 * WD_HM;
 
-    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32;
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler: uniform descriptors */
     const int gq = lane / 4, tq = lane % 4;
     const wd_part pt = wd_part_of(a);
 
@@ -58,8 +59,6 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
         const uint64_t dk = wg_desc_k(kt + wg * 32 * WG_ATOM_ROW), dv = wg_desc_n(kt + 4 * wg * WD_ATOM, WD_ATOM);
 
         float sc[16];
-#pragma unroll
-        for (int i = 0; i < 16; i++) sc[i] = 0.0f;
         wg_fence();
         wd_s(sc, dq, dk); /* keys [32 wg, 32 wg + 32) */
         wg_commit();

@@ -18,6 +18,17 @@ template <int CH> __device__ __forceinline__ void tc_cp(uint32_t dst, const void
     else
         asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(CH), "r"(valid));
 }
+/* 2^x by the special-function unit alone (ex2.approx.ftz; 2^-inf = 0, 2^0 = 1). exp2f is the same
+ * MUFU.EX2 with a rescaling around it for results below 2^-126 (a compare, two predicated multiplies and
+ * predicate moves: ncu of the wgmma prefill, 2026-12-04, ~5 instructions a score); here those flush to
+ * zero (reference/NUMERICS.md). */
+__device__ __forceinline__ float tc_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ void tc_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void tc_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 /* Wait until at most N commit groups are pending. */

@@ -76,17 +76,6 @@ __device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN
     wg_commit();
 }
 
-/* 2^x by the special-function unit alone (ex2.approx.ftz; 2^-inf = 0). exp2f is the same MUFU.EX2 with
- * a rescaling around it for results below 2^-126 (a compare, two predicated multiplies and predicate
- * moves: ncu of the prefill, 2026-12-04, ~5 instructions a score); here those flush to zero, and a p
- * that small is below bf16's smallest normal, so P and l do not change at any tested point. */
-__device__ __forceinline__ float pw_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* The online softmax of one 64-key tile (keys c0 ..) on the S accumulator s, in the order of the first
  * wgmma kernel: scale (and mask), row maxima over the 4 lanes of a row, corr = 2^(m_old - m_new),
  * l *= corr, then p = 2^(s - m) left in s in place while l += p0 + p1 pair by pair (the A fragments'
@@ -116,7 +105,7 @@ __device__ __forceinline__ void pw_softmax(float (&s)[32], float (&m)[2], float 
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
         const float mn = fmaxf(m[r], mx[r]);
         /* a row that sees no key yet (causal, or a padding row): kept at -inf without NaN */
-        corr[r] = mn == -INFINITY ? 1.0f : pw_ex2(m[r] - mn);
+        corr[r] = mn == -INFINITY ? 1.0f : tc_ex2(m[r] - mn);
         m[r] = mn;
         l[r] *= corr[r];
     }
@@ -127,7 +116,7 @@ __device__ __forceinline__ void pw_softmax(float (&s)[32], float (&m)[2], float 
 #pragma unroll
         for (int f = 0; f < 4; f++) {
             const int i = 8 * kk + 2 * f, r = f % 2;
-            const float p0 = pw_ex2(s[i] - mu[r]), p1 = pw_ex2(s[i + 1] - mu[r]);
+            const float p0 = tc_ex2(s[i] - mu[r]), p1 = tc_ex2(s[i + 1] - mu[r]);
             l[r] += p0 + p1;
             s[i] = p0;
             s[i + 1] = p1;

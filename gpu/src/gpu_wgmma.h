@@ -106,28 +106,28 @@ template <int N, int M> __device__ __forceinline__ void wg_fence_operand(uint32_
 
 /* d (64 x N) += A . B^T for N = 8, 16, 32 (overloaded on d's size), B K-major; A K-major (TA 0: S = Q K^T
  * over 32 keys; S^T = K Q^T) or M-major, read with the transpose bit (TA 1: O^T += V^T P^T, V's rows are
- * keys: the same layout as an N-major B, gpu_decode_wt.hip). */
-template <int TA = 0> __device__ __forceinline__ void wg_m64_ss(float (&d)[4], uint64_t da, uint64_t db)
+ * keys: the same layout as an N-major B, gpu_decode_wt.hip). ACC 0: d = A . B^T (scale-d 0, d unread). */
+template <int TA = 0, int ACC = 1> __device__ __forceinline__ void wg_m64_ss(float (&d)[4], uint64_t da, uint64_t db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %7, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, %6, 0;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(da), "l"(db), "n"(TA));
+                 : "l"(da), "l"(db), "n"(TA), "n"(ACC));
 }
-template <int TA = 0> __device__ __forceinline__ void wg_m64_ss(float (&d)[8], uint64_t da, uint64_t db)
+template <int TA = 0, int ACC = 1> __device__ __forceinline__ void wg_m64_ss(float (&d)[8], uint64_t da, uint64_t db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %11, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, %10, 0;\n}\n"
                  : WG_F8(d, 0)
-                 : "l"(da), "l"(db), "n"(TA));
+                 : "l"(da), "l"(db), "n"(TA), "n"(ACC));
 }
-template <int TA = 0> __device__ __forceinline__ void wg_m64_ss(float (&d)[16], uint64_t da, uint64_t db)
+template <int TA = 0, int ACC = 1> __device__ __forceinline__ void wg_m64_ss(float (&d)[16], uint64_t da, uint64_t db)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %19, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, %18, 0;\n}\n"
                  : WG_F16(d, 0)
-                 : "l"(da), "l"(db), "n"(TA));
+                 : "l"(da), "l"(db), "n"(TA), "n"(ACC));
 }
 
 /* d (64 x 256) += A . B, A K-major, B N-major (O += P V over 256 output columns). */
