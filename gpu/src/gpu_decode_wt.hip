@@ -105,8 +105,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
     uint8_t *qs = kb + (OVL ? 2 : RAW ? 1 : NST) * WD_TILE, *ps = qs + 2 * QW, *raw = ps + 2 * PW;
     float *red = reinterpret_cast<float *>(raw + (RAW ? NST * RN * g.rb : 0));
 
-    const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler: uniform descriptors */
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;
     const int t = blockIdx.x, h0 = blockIdx.y * 2 * NW, sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
@@ -201,10 +200,11 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         const uint64_t dk = wg_desc_k(kt), dv = wg_desc_n(kt, WD_ATOM);
 
         float sc[NA];
-        wg_fence();
-        wg_m64_ss<0, 0>(sc, dk, dq); /* the first k16 step writes sc (scale-d 0): no zeroing */
 #pragma unroll
-        for (int ks = 1; ks < WD_L / 16; ks++)
+        for (int i = 0; i < NA; i++) sc[i] = 0.0f;
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < WD_L / 16; ks++)
             wg_m64_ss(sc, wg_desc_add(dk, ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_add(dq, ks / 4 * QA + ks % 4 * 32));
         wg_commit();
         if (OVL) widen_half(2 * it + 2); /* rows 0-31 of tile it + 1 while S^T runs */
@@ -233,25 +233,21 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
         for (int ci = 0; ci < NC; ci++) {
             const int col = wt_col(ci, tq);
             const float mn = fmaxf(fmaxf(m_run[ci], fmaxf(rw[col], rw[NW + col])), fmaxf(rw[2 * NW + col], rw[3 * NW + col]));
-            corr[ci] = tc_ex2(m_run[ci] - mn); /* m_run = -inf on the first tile: 0 */
+            corr[ci] = exp2f(m_run[ci] - mn); /* m_run = -inf on the first tile: 0 */
             m_run[ci] = mn;
             l_run[ci] *= corr[ci];
         }
 #pragma unroll
         for (int i = 0; i < NA; i++) {
             const int key = 16 * warp + gq + 8 * ((i % 4) / 2), ci = 2 * (i / 4) + i % 2;
-            const float p = tc_ex2(sc[i] - m_run[ci]);
+            const float p = exp2f(sc[i] - m_run[ci]);
             l_run[ci] += p;
             *reinterpret_cast<uint16_t *>(pw + wg_sw128(wt_col(ci, tq), key)) = (uint16_t)(tc_pack(p, 0.0f) & 0xffffu);
         }
-        int same = 1; /* O *= corr skipped where no column of the warp moved its maximum (the same O) */
 #pragma unroll
-        for (int ci = 0; ci < NC; ci++) same &= corr[ci] == 1.0f;
-        if (!__all_sync(0xffffffffu, same))
+        for (int c = 0; c < WD_C / 64; c++)
 #pragma unroll
-            for (int c = 0; c < WD_C / 64; c++)
-#pragma unroll
-                for (int i = 0; i < NA; i++) o[c][i] *= corr[2 * (i / 4) + i % 2];
+            for (int i = 0; i < NA; i++) o[c][i] *= corr[2 * (i / 4) + i % 2];
         wg_proxy_fence();
         wt_bar(wg); /* P^T of the warpgroup's columns, all 64 keys */
 
