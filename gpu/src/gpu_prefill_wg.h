@@ -25,19 +25,22 @@
 #define PW_STAGE (PW_KT + PW_VT)       /* a K/V stage, 40 KB */
 #define PW_SHM(nst) (1024 + PW_QT + (nst) * PW_STAGE)
 
-/* Copies (cp.async, not committed) key tile k of a part (keys [0, nk) at workspace rows base + key): K
- * into the tile at kt, V into the one at vt (a stage's two halves, or separate rings); nothing past the part's last tile. Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10)
- * of its 40 (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled (source size 0 from the part's first
- * row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
+/* Copies (cp.async, not committed) 64-key tile k of a part (keys [0, nk) at workspace rows base + key):
+ * K into the tile at kt, V into the one at vt (a stage's two halves, or separate rings), ATOM bytes
+ * between the tiles' 64-column atoms (64-row tiles: PW_KATOM; a 64-row half of a 128-row tile: its
+ * atom); nothing for tiles k >= kmax (default: the part's last tile, so a tile past the keys stays as
+ * it was; a larger kmax zero-fills it). Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10) of its 40 (16
+ * k_nope, 8 k_pe, 16 v); rows past nk are zero-filled (source size 0 from the part's first row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
  * offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096) counted ~40 instructions a chunk with the
  * loop starting at tid % 4 (not unrolled, three branches a chunk), a third of the kernel's instructions. */
+template <int ATOM = PW_KATOM>
 __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt,
-                                         uint8_t *vt)
+                                         uint8_t *vt, int kmax = -1)
 {
-    const int tid = threadIdx.x, ntiles = (nk + PW_BN - 1) / PW_BN;
+    const int tid = threadIdx.x, ntiles = kmax >= 0 ? kmax : (nk + PW_BN - 1) / PW_BN;
     if (k >= ntiles) return;
     const int c0 = k * PW_BN, j = tid / 4, q = tid % 4, n = j < nk - c0 ? 16 : 0;
-    const int64_t row = base + c0 + (n ? j : 0);
+    const int64_t row = base + (n ? c0 + j : 0);
     const uint8_t *sk = reinterpret_cast<const uint8_t *>(a.kvx + row * a.h * (PW_P + PW_V) + (int64_t)h * (PW_P + PW_V));
     const uint8_t *sr = reinterpret_cast<const uint8_t *>(a.ws_kpe + row * PW_R), *sv = sk + PW_P * 2;
     /* chunk c of the row: atom c / 8 = i / 2, swizzled 16-byte slot (c % 8) ^ (j % 8), c % 8 = q + 4 (i % 2) */
@@ -46,9 +49,9 @@ __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int b
 #pragma unroll
     for (int i = 0; i < 10; i++) {
         const int at = i / 2; /* atom: K 0-2 (k_nope 0-1, k_pe 2), V 3-4 */
-        if (i < 4) tc_cp<16>(dk + at * PW_KATOM + sw[i % 2], sk + (q + 4 * i) * 16, n);
-        else if (i < 6) tc_cp<16>(dk + at * PW_KATOM + sw[i % 2], sr + (q + 4 * i - 16) * 16, n);
-        else tc_cp<16>(dv + (at - 3) * PW_KATOM + sw[i % 2], sv + (q + 4 * i - 24) * 16, n);
+        if (i < 4) tc_cp<16>(dk + at * ATOM + sw[i % 2], sk + (q + 4 * i) * 16, n);
+        else if (i < 6) tc_cp<16>(dk + at * ATOM + sw[i % 2], sr + (q + 4 * i - 16) * 16, n);
+        else tc_cp<16>(dv + (at - 3) * ATOM + sw[i % 2], sv + (q + 4 * i - 24) * 16, n);
     }
 }
 
@@ -67,10 +70,12 @@ __device__ __forceinline__ void pw_scores(float (&s)[32], uint32_t qa, uint32_t 
     wg_commit();
 }
 
-/* Issues O += P V (P as A fragments, the V tile at vt) and commits it as one wgmma group. */
+/* Issues O += P V (P as A fragments, the 64 keys of V at vt, ATOM bytes between its two atoms) and
+ * commits it as one wgmma group. */
+template <int ATOM = PW_KATOM>
 __device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN / 16][4], uint32_t vt)
 {
-    const uint64_t dv = wg_desc_n(vt, PW_KATOM);
+    const uint64_t dv = wg_desc_n(vt, ATOM);
 #pragma unroll
     for (int kk = 0; kk < PW_BN / 16; kk++) wg_m64n128_rs_tb(o, pa[kk], wg_desc_add(dv, kk * 16 * WG_ATOM_ROW));
     wg_commit();

@@ -157,6 +157,20 @@ template <int ACC = 1> __device__ __forceinline__ void wg_m64n64_ss(float (&d)[3
                  : "l"(da), "l"(db), "n"(ACC));
 }
 
+/* d (64 x 128) += A . B^T (ACC 0: d = A . B^T), both K-major, d as two halves: d0 columns 0-63, d1
+ * columns 64-127 (the accumulator's d[4 j + e] for j < 8, then j >= 8). */
+template <int ACC = 1>
+__device__ __forceinline__ void wg_m64n128_ss(float (&d0)[32], float (&d1)[32], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,"
+                 "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(d0, 0), WG_F16(d0, 16), WG_F16(d1, 0), WG_F16(d1, 16)
+                 : "l"(da), "l"(db), "n"(ACC));
+}
+
 /* d (64 x 128) += A . B, A from registers (mma.sync's A fragment per warp: the S accumulator of
  * columns 16 kk.. repacked as bf16 pairs), B N-major (prefill O += P V). */
 __device__ __forceinline__ void wg_m64n128_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
