@@ -16,8 +16,10 @@
 #   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
 #           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
-#           SW_CASES of the gpu suite with the defaults and with every switch flipped, metrics.tsv compared
-#   profile for each "name:kernel-regex:mla_gpu_bench args" of PROF (default: the P1 s 4096 prefill, h128
+#           SW_CASES of the gpu suite with the defaults and with the SW_FLIP switches set (default: the wide
+#           prefill and the fp8 overlap; the pong prefill: SW_FLIP=MLA_GPU_PREFILL_PONG=1), metrics.tsv compared
+#   profile for each "name:kernel-regex:mla_gpu_bench args[:VAR=VALUE,...]" of PROF (the optional fourth field:
+#           the environment of that run, e.g. a kernel switch; default: the P1 s 4096 prefill, h128
 #           bf16 and h16 fp8_ds_mla decode), one ncu pass of the kernel's first launch (speed of light, warp
 #           states, instruction mix, memory tables, and the SASS with its per-line stall samples and executed
 #           counts as CSV), all in $OUT/profile.tgz
@@ -74,9 +76,9 @@ fi
 if want profile; then
     P=$R/profile && mkdir -p $P
     for spec in ${PROF:-prefill:k_attn_prefill_pipe:--only-prefill,0 h128:k_attn_decode_wg:--only,1 fp8ds:k_attn_decode_wt:--only,2}; do
-        IFS=: read -r name kern args <<<"$spec"
+        IFS=: read -r name kern args envs <<<"$spec"
         t0=$(date +%s)
-        timeout 240 ncu --clock-control none -k "regex:$kern" -c 1 --section SpeedOfLight --section WarpStateStats \
+        env ${envs//,/ } timeout 240 ncu --clock-control none -k "regex:$kern" -c 1 --section SpeedOfLight --section WarpStateStats \
             --section InstructionStats --section SchedulerStats --section Occupancy --section LaunchStats \
             --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SourceCounters \
             --import-source no -o $P/$name ./build-gpu/gpu/mla_gpu_bench ${args//,/ } >$P/run-$name.log 2>&1
@@ -101,9 +103,9 @@ if want switches; then
       sw MLA_GPU_DECODE_WT_OVL "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES:-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
-    for flip in 0 1; do # 1: every switch away from its default
+    for flip in 0 1; do # 1: the switches of SW_FLIP away from their defaults
         t0=$(date +%s)
-        f=(); [ $flip = 1 ] && f=(MLA_GPU_PREFILL_PONG=1 MLA_GPU_DECODE_WT_OVL=1)
+        f=(); [ $flip = 1 ] && read -r -a f <<<"${SW_FLIP:-MLA_GPU_PREFILL_WIDE=1 MLA_GPU_DECODE_WT_OVL=1}"
         env "${f[@]}" $M run --suite gpu "${sel[@]}" --results $R/sw$flip >"$OUTDIR/switch-suite-$flip.log" 2>&1
         echo "switches flipped=$flip: exit $? in $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'mlacheck run: [^;]*' "$OUTDIR/switch-suite-$flip.log")"
     done
