@@ -107,6 +107,8 @@ int cli_report(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* mlacheck bench --kernels (cli_bench_kernels.c): mla_gpu_bench, torch side by side, the roofline */
+int cli_bench_kernels(int quick, const char *results);
 int cli_accuracy(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 int cli_write_hf(int argc, char **argv);

@@ -1,6 +1,6 @@
 /* cli_bench.c: `mlacheck bench`: end-to-end forward time of one engine on one model (prefill of N
  * tokens, then optional decode steps), wall clock around each forward call, median of --repeat.
- * For kernel-level GPU timing with device events see gpu/NOTES.md. */
+ * Kernel-level GPU timing with device events: --kernels (cli_bench_kernels.c). */
 #include "cli.h"
 
 #include "mla_core/rng.h"
@@ -29,11 +29,13 @@ static int cmp_double(const void *a, const void *b)
 int cli_bench(int argc, char **argv)
 {
     const char *model = "v3-layer", *profile = "fp64", *engine = "ref";
-    int ntok = 1024, ndec = 0, repeat = 1;
+    int ntok = 1024, ndec = 0, repeat = 1, kernels = 0, quick = 0, forward_opts = 0;
+    const char *results = NULL;
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv);
     for (int c; (c = cli_next(&p));) {
         if (c < 0) return p.exit;
+        forward_opts += strchr("mnpedr", c) != NULL;
         switch (c) {
         case 'm': model = optarg; break;
         case 'n': if (cli_parse_int("bench", "--tokens", optarg, 1, 1 << 20, &ntok)) return CLI_EXIT_USAGE; break;
@@ -41,9 +43,22 @@ int cli_bench(int argc, char **argv)
         case 'e': engine = optarg; break;
         case 'd': if (cli_parse_int("bench", "--decode", optarg, 0, 1 << 20, &ndec)) return CLI_EXIT_USAGE; break;
         case 'r': if (cli_parse_int("bench", "--repeat", optarg, 1, 100, &repeat)) return CLI_EXIT_USAGE; break;
+        case 'K': kernels = 1; break;
+        case 'Q': quick = 1; break;
+        case 'o': results = optarg; break;
         default: return cli_unhandled(&p, c);
         }
     }
+    if (kernels && (forward_opts || cli_positional(&p, 0))) {
+        fprintf(stderr, "mlacheck bench: --kernels takes only --quick and --results (the forward's options are for "
+                        "the end-to-end timing)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!kernels && (quick || results)) {
+        fprintf(stderr, "mlacheck bench: --quick and --results go with --kernels\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (kernels) return cli_bench_kernels(quick, results ? results : "results");
     if (cli_positional(&p, 0) || cli_check_model("bench", model) || cli_check_profile("bench", "--profile", profile) ||
         cli_check_engine("bench", engine))
         return CLI_EXIT_USAGE;

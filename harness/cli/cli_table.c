@@ -90,6 +90,12 @@ static const cli_opt bench_opts[] = {
     {"engine", 'e', 0, CLI_NAME, "ENGINE", "ref, gpu or plugin:PATH.so (default ref)"},
     {"decode", 'd', 0, CLI_INT, "N", "decode steps after the prefill (default 0)"},
     {"repeat", 'r', 0, CLI_INT, "N", "prefill runs, the median is printed (default 1)"},
+    {"kernels", 'K', 0, CLI_FLAG, NULL,
+     "instead: the GPU attention kernels on performance.md's workloads (mla_gpu_bench, each checked against "
+     "float64 first), torch eager / SDPA at the same shapes when torch is there, the roofline fractions"},
+    {"quick", 'Q', 0, CLI_FLAG, NULL, "with --kernels: fewer workloads"},
+    {"results", 'o', 0, CLI_DIR, "DIR", "with --kernels: write kernels.tsv, kernels-torch.tsv, kernels-roofline.svg "
+                                        "under DIR (default results/)"},
     END};
 
 static const cli_opt accuracy_opts[] = {
@@ -159,7 +165,7 @@ const cli_cmd cli_cmds[] = {
     {"list", cli_list, "", "list models, profiles, engines, faults, checks and suites", none_opts, NULL},
     {"ops", cli_ops, "", "the attention operator cases through ref, a plugin, or an export / judge folder", ops_opts,
      "Give exactly one of --engine, --export, --judge."},
-    {"bench", cli_bench, "", "end-to-end forward time of one engine on one model", bench_opts, NULL},
+    {"bench", cli_bench, "", "end-to-end forward time of one engine on one model; --kernels: the GPU kernels", bench_opts, NULL},
     {"accuracy", cli_accuracy, "", "bits per byte, KL and top-1 of each profile against fp64 on real text",
      accuracy_opts, NULL},
     {"calibrate", cli_calibrate, "", "measure the benign error of suites and propose rules.tol limits",
