@@ -228,6 +228,9 @@ mla_status gpu_attn_prefill_pong(hipStream_t st, const gpu_prefill_args *a);
 /* the pipelined form with S over 128 keys (gpu_prefill_wide.hip, NVIDIA only): MLA_GPU_PREFILL_WIDE=1 */
 int gpu_prefill_wide_on(void);
 mla_status gpu_attn_prefill_wide(hipStream_t st, const gpu_prefill_args *a);
+/* with a producer warpgroup (gpu_prefill_ws.hip, NVIDIA only): MLA_GPU_PREFILL_WS=1, =2 with turns */
+int gpu_prefill_ws_on(void);
+mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args *a);
 
 /* The decode kernels: the first (block per token, head, split), the head-grouped SIMT one
  * (gpu_decode_tile.h) and the tensor-core one (gpu_decode_mma.hip). */

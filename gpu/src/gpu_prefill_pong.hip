@@ -41,10 +41,10 @@
 
 #include "gpu_prefill_wg.h"
 
-#define PG_NK 4 /* K tiles in the ring */
-#define PG_NV 5 /* V tiles in the ring */
-#define PG_BARS (PG_NK * PW_KT + PG_NV * PW_VT) /* the mbarriers after the rings: full, kfree, vfree */
-#define PG_SHM (1024 + PW_QT + PG_BARS + 8 * (2 * PG_NK + PG_NV))
+#define PG_NK PW_RNK /* the rings: gpu_prefill_wg.h */
+#define PG_NV PW_RNV
+#define PG_BARS PW_RBARS
+#define PG_SHM PW_RSHM
 #define PG_TURN0 1 /* named barrier: warpgroup 0 may issue */
 #define PG_TURN1 2 /* warpgroup 1 may issue */
 

@@ -24,20 +24,28 @@
 #define PW_VT (PW_V / 64 * PW_KATOM)   /* 16 KB */
 #define PW_STAGE (PW_KT + PW_VT)       /* a K/V stage, 40 KB */
 #define PW_SHM(nst) (1024 + PW_QT + (nst) * PW_STAGE)
+/* K and V rings of the kernels that track tiles by mbarriers (gpu_prefill_pong.hip, gpu_prefill_ws.hip):
+ * 4 K tiles (24 KB) and 5 V tiles (16 KB), V being read a tile after K; then the mbarriers full[4],
+ * kfree[4], vfree[5]; with Q, 225 KB */
+#define PW_RNK 4
+#define PW_RNV 5
+#define PW_RBARS (PW_RNK * PW_KT + PW_RNV * PW_VT) /* offset of the mbarriers from the rings' start */
+#define PW_RSHM (1024 + PW_QT + PW_RBARS + 8 * (2 * PW_RNK + PW_RNV))
 
 /* Copies (cp.async, not committed) 64-key tile k of a part (keys [0, nk) at workspace rows base + key):
  * K into the tile at kt, V into the one at vt (a stage's two halves, or separate rings), ATOM bytes
  * between the tiles' 64-column atoms (64-row tiles: PW_KATOM; a 64-row half of a 128-row tile: its
  * atom); nothing for tiles k >= kmax (default: the part's last tile, so a tile past the keys stays as
- * it was; a larger kmax zero-fills it). Row tid / 4; chunks q + 4 i (q = tid % 4, i < 10) of its 40 (16
- * k_nope, 8 k_pe, 16 v); rows past nk are zero-filled (source size 0 from the part's first row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
+ * it was; a larger kmax zero-fills it). Row tid / 4 (tid: lt, default threadIdx.x, < 256); chunks
+ * q + 4 i (q = tid % 4, i < 10) of its 40 (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled
+ * (source size 0 from the part's first row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
  * offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096) counted ~40 instructions a chunk with the
  * loop starting at tid % 4 (not unrolled, three branches a chunk), a third of the kernel's instructions. */
 template <int ATOM = PW_KATOM>
 __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt,
-                                         uint8_t *vt, int kmax = -1)
+                                         uint8_t *vt, int kmax = -1, int lt = -1)
 {
-    const int tid = threadIdx.x, ntiles = kmax >= 0 ? kmax : (nk + PW_BN - 1) / PW_BN;
+    const int tid = lt >= 0 ? lt : threadIdx.x, ntiles = kmax >= 0 ? kmax : (nk + PW_BN - 1) / PW_BN;
     if (k >= ntiles) return;
     const int c0 = k * PW_BN, j = tid / 4, q = tid % 4, n = j < nk - c0 ? 16 : 0;
     const int64_t row = base + (n ? c0 + j : 0);

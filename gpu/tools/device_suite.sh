@@ -14,7 +14,8 @@
 #           reseed-random.tsv.xz / reseed-trained.tsv.xz (every run's metrics joined per model family, for
 #           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
 #   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
-#           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows): one line a (switch, value, row)
+#           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows; SW_TIMEOUT seconds a row, default
+#           120): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
 #           SW_CASES of the gpu suite with the defaults and with the SW_FLIP switches set (default: the wide
 #           prefill and the fp8 overlap; the pong prefill: SW_FLIP=MLA_GPU_PREFILL_PONG=1), metrics.tsv compared
@@ -93,13 +94,14 @@ if want switches; then
     t0=$(date +%s)
     sw() { # VAR "VALUES" --only|--only-prefill "ROWS": the row's line as mla_gpu_bench printed it
         for w in $4; do for v in $2; do
-            l=$(env "$1=$v" timeout 120 ./build-gpu/gpu/mla_gpu_bench "$3" "$w" | grep -m1 '^| ')
+            l=$(env "$1=$v" timeout "${SW_TIMEOUT:-120}" ./build-gpu/gpu/mla_gpu_bench "$3" "$w" | grep -m1 '^| ')
             echo "$1=$v $3 $w ${l:-(no row: exit or timeout)}"
         done; done
     }
     { sw MLA_GPU_PREFILL_PIPE "0" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_PREFILL_PONG "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_PREFILL_WIDE "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
+      sw MLA_GPU_PREFILL_WS "0 1 2" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_DECODE_WT_OVL "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES:-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
