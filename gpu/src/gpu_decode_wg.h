@@ -53,8 +53,9 @@ __device__ __forceinline__ void wd_stage_q(const gpu_decode_args &a, const dm_ge
     }
 }
 
-/* S (issued, not committed; sc's old values unread) of the 64 heads against 32 keys (sc[16]: m64n32k16, dk at the half's first
- * row) or 64 (sc[32]: m64n64k16, dk at the tile's first row), 36 k16 steps over C + R in order. */
+/* S (issued, not committed; sc's old values unread) of the 64 heads against 32 keys (sc[16]:
+ * m64n32k16, dk at the half's first row) or 64 (sc[32]: m64n64k16, dk at the tile's first row), 36 k16
+ * steps over C + R in order. */
 template <int N> __device__ __forceinline__ void wd_s(float (&sc)[N], uint64_t dq, uint64_t dk)
 {
     if constexpr (N == 32) /* the first k16 step writes sc (scale-d 0): no zeroing before */

@@ -38,9 +38,10 @@
  * atom); nothing for tiles k >= kmax (default: the part's last tile, so a tile past the keys stays as
  * it was; a larger kmax zero-fills it). Row tid / 4 (tid: lt, default threadIdx.x, < 256); chunks
  * q + 4 i (q = tid % 4, i < 10) of its 40 (16 k_nope, 8 k_pe, 16 v); rows past nk are zero-filled
- * (source size 0 from the part's first row). The loop over i is unrolled so that which operand and atom a chunk goes to, and its source
- * offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096) counted ~40 instructions a chunk with the
- * loop starting at tid % 4 (not unrolled, three branches a chunk), a third of the kernel's instructions. */
+ * (source size 0 from the part's first row). The loop over i is unrolled so that which operand and
+ * atom a chunk goes to, and its source offset, are compile-time: ncu (H200 2026-12-03, P1 s 4096)
+ * counted ~40 instructions a chunk with the loop starting at tid % 4 (not unrolled, three branches a
+ * chunk), a third of the kernel's instructions. */
 template <int ATOM = PW_KATOM>
 __device__ __forceinline__ void pw_issue(const gpu_prefill_args &a, int h, int base, int nk, int k, uint8_t *kt,
                                          uint8_t *vt, int kmax = -1, int lt = -1)
@@ -92,8 +93,9 @@ __device__ __forceinline__ void pw_pv(float (&o)[64], const uint32_t (&pa)[PW_BN
 /* The online softmax of one 64-key tile (keys c0 ..) on the S accumulator s, in the order of the first
  * wgmma kernel: scale (and mask), row maxima over the 4 lanes of a row, corr = 2^(m_old - m_new),
  * l *= corr, then p = 2^(s - m) left in s in place while l += p0 + p1 pair by pair (the A fragments'
- * order); a row that sees no key yet takes p = 2^(-inf - 0) = 0 by one select a row, not one a score. s[4 j + e]: key c0 + 8 j + 2 tq + (e % 2) of row r0 + 8 (e / 2). MASK 0 where every key of
- * the tile is visible to every row of the warpgroup (below nk and, causal, at or below its first row +
+ * order); a row that sees no key yet takes p = 2^(-inf - 0) = 0 by one select a row, not one a score.
+ * s[4 j + e]: key c0 + 8 j + 2 tq + (e % 2) of row r0 + 8 (e / 2). MASK 0 where every key of the tile
+ * is visible to every row of the warpgroup (below nk and, causal, at or below its first row +
  * causal_plus): the same values without the per-key test; the product is __fmul_rn there so that it is
  * rounded once as the masked form's (its select keeps the product from fusing into s - m). */
 template <int MASK>
