@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(WD_THREADS, 1) k_attn_decode_wg(gpu_decode_arg
     float *red_m = reinterpret_cast<float *>(ps + WD_P), *red_l = red_m + 2 * WD_HM;
 
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler: uniform descriptors */
+    const int wg = wg_index();
     const int gq = lane / 4, tq = lane % 4;
     const wd_part pt = wd_part_of(a);
 

@@ -49,7 +49,7 @@ __device__ void pp_part(const gpu_prefill_args &a, float s_mul, int h, int base,
                         uint8_t *qs, uint8_t *kst, float (&o)[64], float (&lse)[2])
 {
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler: descriptors in uniform registers */
+    const int wg = wg_index();
     const int ntiles = (nk + PW_BN - 1) / PW_BN;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -61,18 +61,11 @@ __device__ void pp_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         tc_commit();
     }
     const int r0 = row0 + 64 * wg + 16 * warp + gq; /* this thread's rows r0 and r0 + 8 (new-token index) */
-    /* keys every row of this warpgroup sees without a test: below nk and, causal, up to its first row */
-    const int vis_all = causal ? min(nk, row0 + 64 * wg + a.causal_plus + 1) : nk;
+    const int vis_all = pw_vis_all(a, nk, causal, row0, wg);
     const uint32_t qa = tc_smem(qs) + wg * 64 * WG_ATOM_ROW;
     uint32_t pa[PW_BN / 16][4]; /* P of the previous tile, read by its P V in flight */
     float s[32], corr[2];
-    /* the softmax of tile it on s (the per-key test only where a key may be hidden from a row), then,
-     * once P V(it - 1) is done (the caller's wait), P(it) packed and O *= corr(it) */
-    auto softmax = [&](int it) {
-        const int c0 = it * PW_BN;
-        if (c0 + PW_BN <= vis_all) pw_softmax<0>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, a.causal_plus);
-        else pw_softmax<1>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, a.causal_plus);
-    };
+    auto softmax = [&](int it) { pw_softmax_tile(s, m, l, corr, s_mul, it, vis_all, r0, tq, nk, causal, a.causal_plus); };
     auto stage = [&](int k) { return tc_smem(kst + (k % PP_NST) * PW_STAGE); };
     if (ntiles > 0) { /* tile 0: S, softmax (no P V before it); an empty copy group keeps the count */
         tc_wait<PP_NST - 1>();

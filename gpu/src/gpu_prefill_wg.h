@@ -138,6 +138,24 @@ __device__ __forceinline__ void pw_softmax(float (&s)[32], float (&m)[2], float 
         }
 }
 
+/* Keys [0, vis_all) of a part are visible to every row of warpgroup wg: below nk and, causal, up to its
+ * first row (+ causal_plus). */
+__device__ __forceinline__ int pw_vis_all(const gpu_prefill_args &a, int nk, int causal, int row0, int wg)
+{
+    return causal ? min(nk, row0 + 64 * wg + a.causal_plus + 1) : nk;
+}
+
+/* pw_softmax of 64-key tile j of a part, with the per-key test only where a key may be hidden from a
+ * row (the tile reaches past vis_all). */
+__device__ __forceinline__ void pw_softmax_tile(float (&s)[32], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                                float s_mul, int j, int vis_all, int r0, int tq, int nk, int causal,
+                                                int causal_plus)
+{
+    const int c0 = j * PW_BN;
+    if (c0 + PW_BN <= vis_all) pw_softmax<0>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, causal_plus);
+    else pw_softmax<1>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, causal_plus);
+}
+
 /* P rounded to bf16 (round to nearest even) and packed as the A fragments of O += P V. */
 __device__ __forceinline__ void pw_pack(const float (&s)[32], uint32_t (&pa)[PW_BN / 16][4])
 {

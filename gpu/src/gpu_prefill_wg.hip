@@ -28,7 +28,7 @@ __device__ void pw_part(const gpu_prefill_args &a, float s_mul, int h, int base,
                         uint8_t *qs, uint8_t *kst, float (&o)[64], float (&lse)[2])
 {
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler: descriptors in uniform registers */
+    const int wg = wg_index();
     const int ntiles = (nk + PW_BN - 1) / PW_BN;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll

@@ -53,7 +53,7 @@ __device__ void pk_part(const gpu_prefill_args &a, float s_mul, int h, int base,
                         uint8_t *qs, uint8_t *kst, float (&o)[64], float (&lse)[2])
 {
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0); /* warp-uniform to the compiler */
+    const int wg = wg_index();
     const int ntiles = (nk + PW_BN - 1) / PW_BN, nt = (ntiles + 1) / 2; /* 64-key tiles, 128-key tiles */
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -69,16 +69,14 @@ __device__ void pk_part(const gpu_prefill_args &a, float s_mul, int h, int base,
     issue(1);
     tc_commit();
     const int r0 = row0 + 64 * wg + 16 * warp + gq;
-    const int vis_all = causal ? min(nk, row0 + 64 * wg + a.causal_plus + 1) : nk;
+    const int vis_all = pw_vis_all(a, nk, causal, row0, wg);
     const uint32_t qa = tc_smem(qs) + wg * 64 * WG_ATOM_ROW;
     auto kt = [&](int t) { return tc_smem(kst + (t % 2) * PK_STAGE); };
     auto vt = [&](int t) { return tc_smem(kst + (t % 2) * PK_STAGE + PK_KT); };
     uint32_t pa[PW_BN / 16][4];
     float sa[32], sb[32], corr[2];
     auto softmax = [&](int j, float(&s)[32]) { /* 64-key tile j of the part */
-        const int c0 = j * PW_BN;
-        if (c0 + PW_BN <= vis_all) pw_softmax<0>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, a.causal_plus);
-        else pw_softmax<1>(s, m, l, corr, s_mul, c0, r0, tq, nk, causal, a.causal_plus);
+        pw_softmax_tile(s, m, l, corr, s_mul, j, vis_all, r0, tq, nk, causal, a.causal_plus);
     };
     if (nt > 0) {      /* tile 0: no P V before its S */
         tc_wait<1>();

@@ -45,6 +45,11 @@ __device__ __forceinline__ uint64_t wg_desc_n(uint32_t addr, uint32_t atom)
     return WG_MN_LBO_IS_ATOM ? wg_desc(addr, atom, 1024) : wg_desc(addr, 1024, atom);
 }
 
+/* This thread's warpgroup (threadIdx.x / 128), broadcast from lane 0 so that the compiler knows it is
+ * warp-uniform: descriptors built from it then live in uniform registers (ncu of the prefill,
+ * 2026-12-04: four R2UR a wgmma otherwise). */
+__device__ __forceinline__ int wg_index() { return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); }
+
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
