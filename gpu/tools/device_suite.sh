@@ -15,7 +15,8 @@
 #           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
 #   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
 #           (SW_PREFILL, SW_FP8: mla_gpu_bench --only-prefill / --only rows; SW_TIMEOUT seconds a row, default
-#           120): one line a (switch, value, row)
+#           120, after which that value is skipped on later rows; SW_ONLY: the switch names to run, default
+#           all): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
 #           SW_CASES of the gpu suite with the defaults and with the SW_FLIP switches set (default: the wide
 #           prefill and the fp8 overlap; the pong prefill: SW_FLIP=MLA_GPU_PREFILL_PONG=1), metrics.tsv compared
@@ -93,8 +94,13 @@ fi
 if want switches; then
     t0=$(date +%s)
     sw() { # VAR "VALUES" --only|--only-prefill "ROWS": the row's line as mla_gpu_bench printed it
+        [ -n "${SW_ONLY:-}" ] && [[ " $SW_ONLY " != *" $1 "* ]] && return
+        local dead=" " # values that timed out once (a hung mbarrier protocol): not run again
         for w in $4; do for v in $2; do
-            l=$(env "$1=$v" timeout "${SW_TIMEOUT:-120}" ./build-gpu/gpu/mla_gpu_bench "$3" "$w" | grep -m1 '^| ')
+            [[ "$dead" == *" $v "* ]] && { echo "$1=$v $3 $w (skipped: timed out on an earlier row)"; continue; }
+            l=$(env "$1=$v" timeout "${SW_TIMEOUT:-120}" ./build-gpu/gpu/mla_gpu_bench "$3" "$w")
+            [ $? = 124 ] && dead="$dead$v "
+            l=$(grep -m1 '^| ' <<<"$l")
             echo "$1=$v $3 $w ${l:-(no row: exit or timeout)}"
         done; done
     }
