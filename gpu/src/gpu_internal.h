@@ -218,7 +218,7 @@ static inline int gpu_env_off(const char *name)
 /* wgmma prefill (gpu_prefill_wg.hip, NVIDIA only): P 128, R 64, V 128; gpu_attn_prefill_mma picks it */
 int gpu_prefill_wg_fits(int p, int r, int v);
 mla_status gpu_attn_prefill_wg(hipStream_t st, const gpu_prefill_args *a);
-/* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only): the default, MLA_GPU_PREFILL_PIPE=0 the serial one */
+/* its pipelined form (gpu_prefill_pipe.hip, NVIDIA only; MLA_GPU_PREFILL_PIPE=0 the serial one) */
 int gpu_prefill_pipe_on(void);
 mla_status gpu_attn_prefill_pipe(hipStream_t st, const gpu_prefill_args *a);
 /* the pipelined form with the warpgroups in turns (gpu_prefill_pong.hip, NVIDIA only): off by default,
@@ -228,7 +228,8 @@ mla_status gpu_attn_prefill_pong(hipStream_t st, const gpu_prefill_args *a);
 /* the pipelined form with S over 128 keys (gpu_prefill_wide.hip, NVIDIA only): MLA_GPU_PREFILL_WIDE=1 */
 int gpu_prefill_wide_on(void);
 mla_status gpu_attn_prefill_wide(hipStream_t st, const gpu_prefill_args *a);
-/* with a producer warpgroup (gpu_prefill_ws.hip, NVIDIA only): MLA_GPU_PREFILL_WS=1, =2 with turns */
+/* with a producer warpgroup (gpu_prefill_ws.hip, NVIDIA only): the default, MLA_GPU_PREFILL_WS=0 the
+ * pipelined one, =2 with turns */
 int gpu_prefill_ws_on(void);
 mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args *a);
 

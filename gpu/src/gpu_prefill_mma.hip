@@ -275,14 +275,15 @@ extern "C" mla_status gpu_attn_prefill_mma(hipStream_t st, const gpu_prefill_arg
     if (!gpu_prefill_mma_fits(a->p, a->r, a->v))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: mma prefill: P %d, R %d, V %d do not fit", a->p, a->r, a->v);
     /* DeepSeek's head sizes: the wgmma kernel (2.3x this one at P1 8k and 16k, H200 2026-12-01,
-     * gpu/bench/KERNELS.md; the same 64-key tiles), pipelined unless MLA_GPU_PREFILL_PIPE=0 (the serial
-     * one), its warpgroups in turns with MLA_GPU_PREFILL_PONG=1, S over 128 keys with MLA_GPU_PREFILL_WIDE=1,
-     * a producer warpgroup with MLA_GPU_PREFILL_WS=1 (=2: and turns) */
+     * gpu/bench/KERNELS.md; the same 64-key tiles): pipelined with a producer warpgroup (ws) unless
+     * MLA_GPU_PREFILL_WS=0 (pipelined, the consumers copy) or MLA_GPU_PREFILL_PIPE=0 (serial); the opt-in
+     * variants of the pipelined one first: S over 128 keys (MLA_GPU_PREFILL_WIDE=1), warpgroup turns
+     * (MLA_GPU_PREFILL_PONG=1) */
     if (gpu_prefill_wg_fits(a->p, a->r, a->v)) {
         if (!gpu_prefill_pipe_on()) return gpu_attn_prefill_wg(st, a);
         if (gpu_prefill_wide_on()) return gpu_attn_prefill_wide(st, a);
-        if (gpu_prefill_ws_on()) return gpu_attn_prefill_ws(st, a);
-        return gpu_prefill_pong_on() ? gpu_attn_prefill_pong(st, a) : gpu_attn_prefill_pipe(st, a);
+        if (gpu_prefill_pong_on()) return gpu_attn_prefill_pong(st, a);
+        return gpu_prefill_ws_on() ? gpu_attn_prefill_ws(st, a) : gpu_attn_prefill_pipe(st, a);
     }
     if (PM_BN != mla_attn_tc_tile(0, a->h, 0)) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: mma prefill tile disagrees with mla_attn_tc_tile");

@@ -1,7 +1,8 @@
 /* gpu_prefill_pipe.hip: the wgmma prefill (gpu_prefill_wg.hip: 128 query rows a block on two
  * warpgroups, 64-key tiles, d_qk 192 = P 128 + R 64, d_v 128) with FlashAttention-3's intra-warpgroup
  * overlap of the softmax and the P V GEMM, and causal tiles split into masked and unmasked ones.
- * The default wgmma prefill; MLA_GPU_PREFILL_PIPE=0 (read once) gives the serial gpu_prefill_wg.hip.
+ * MLA_GPU_PREFILL_WS=0 picks it (the default is its warp-specialized form, gpu_prefill_ws.hip);
+ * MLA_GPU_PREFILL_PIPE=0 (read once) gives the serial gpu_prefill_wg.hip.
  *
  * Why this step first (of FA3's: (a) intra-warpgroup overlap, (b) warpgroup ping-pong, (c) a producer
  * warp with TMA, (d) causal tile skipping and masked/unmasked loops). The serial kernel runs, per tile
@@ -122,8 +123,9 @@ __global__ void __launch_bounds__(PW_THREADS, 1) k_attn_prefill_pipe(gpu_prefill
                             float(&lse)[2]) { pp_part(a, s_mul, h, base, nk, causal, row0, qs, kst, o, lse); });
 }
 
-/* This kernel where gpu_prefill_wg.hip's fits (the default since 2026-12-03: bit-identical to it and
- * 1.05-1.07x faster on P1, gpu/bench/KERNELS.md); MLA_GPU_PREFILL_PIPE=0, read once, the serial one. */
+/* The pipelined schedule (this kernel and its variants) where gpu_prefill_wg.hip's fits: bit-identical to
+ * it and 1.05-1.07x faster on P1 (2026-12-03, gpu/bench/KERNELS.md); MLA_GPU_PREFILL_PIPE=0, read once,
+ * the serial one. */
 extern "C" int gpu_prefill_pipe_on(void)
 {
     static const int off = gpu_env_off("MLA_GPU_PREFILL_PIPE");

@@ -202,16 +202,17 @@ template <class Part> __device__ __forceinline__ void pw_block(const gpu_prefill
     const int h = blockIdx.z, row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM;
     if (row0 >= s.n_new) return; /* the whole block: fewer new tokens in this sequence */
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    for (int i = tid; i < PW_BM * PW_QK / 8; i += PW_THREADS) { /* Q rows, zero past the new tokens */
+    /* Q rows, zero past the new tokens: all of a thread's 12 copies in flight at once (loads then
+     * stores kept ~6 global round trips in sequence: 6% of the ws kernel's stall samples at P1 s 4096,
+     * ncu 2026-12-04, more of a short sequence's); no tile copy of this thread is pending here. */
+    for (int i = tid; i < PW_BM * PW_QK / 8; i += PW_THREADS) {
         const int row = i / (PW_QK / 8), c = i % (PW_QK / 8), tok = row0 + row;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (tok < s.n_new) {
-            const int64_t t = s.tok0 + tok;
-            x = c < PW_P / 8 ? *reinterpret_cast<const uint4 *>(a.q_nope + (t * a.h + h) * PW_P + c * 8)
-                             : *reinterpret_cast<const uint4 *>(a.q_pe + (t * a.h + h) * PW_R + (c - PW_P / 8) * 8);
-        }
-        *reinterpret_cast<uint4 *>(qs + c / 8 * PW_QATOM + wg_sw128(row, (c % 8) * 8)) = x;
+        const int64_t t = s.tok0 + min(tok, s.n_new - 1);
+        const uint16_t *src = c < PW_P / 8 ? a.q_nope + (t * a.h + h) * PW_P + c * 8 : a.q_pe + (t * a.h + h) * PW_R + (c - PW_P / 8) * 8;
+        tc_cp<16>(tc_smem(qs + c / 8 * PW_QATOM + wg_sw128(row, (c % 8) * 8)), src, tok < s.n_new ? 16 : 0);
     }
+    tc_commit();
+    tc_wait<0>();
 
     /* new part: keys = new tokens up to the block's last row (+ causal_plus) */
     const int last = min(row0 + PW_BM, s.n_new) - 1, nk_new = min(s.n_new, last + 1 + a.causal_plus);

@@ -5,8 +5,9 @@
  * and gives registers back (setmaxnreg 56), while the two consumer warpgroups (threads 0-255, 64 query
  * rows each) only compute, with 224 registers, and never wait for each other within a part: a tile is
  * ready when its full[] phase completes, and a consumer frees K(t) after S(t) and V(t) after P V(t)
- * (kfree[], vfree[]: 256 arrivals). MLA_GPU_PREFILL_WS=1 picks it; =2 adds gpu_prefill_pong.hip's turns
- * of the consumers at the tensor cores. Off by default: not yet run on a GPU.
+ * (kfree[], vfree[]: 256 arrivals). The default wgmma prefill since 2026-12-04 (bit-identical to the
+ * pipe kernel, 1.11-1.21x it on P1, H200, gpu/bench/KERNELS.md "ws v1"); MLA_GPU_PREFILL_WS=0 gives the
+ * pipe kernel, =2 adds gpu_prefill_pong.hip's turns of the consumers at the tensor cores (slower).
  *
  * Why (ncu of the pipe kernel, H200 2026-12-04, P1 s 4096, c6b1d58): tensor pipe 39% busy, 68% of
  * cycles without an eligible warp, the stalls those of one tile's chain (barrier, S, its wait, the
@@ -67,10 +68,11 @@ template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_pre
     });
 }
 
-/* MLA_GPU_PREFILL_WS=1 (read once): this kernel where the pipe kernel fits; =2 with the turns. */
+/* This kernel where the pipe kernel fits (read once): 1 unless MLA_GPU_PREFILL_WS=0 (the pipe kernel),
+ * 2 with MLA_GPU_PREFILL_WS=2 (the turns). */
 extern "C" int gpu_prefill_ws_on(void)
 {
-    static const int on = gpu_env_switch("MLA_GPU_PREFILL_WS", 2);
+    static const int on = gpu_env_off("MLA_GPU_PREFILL_WS") ? 0 : gpu_env_switch("MLA_GPU_PREFILL_WS", 2) == 2 ? 2 : 1;
     return on;
 }
 

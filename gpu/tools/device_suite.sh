@@ -18,8 +18,9 @@
 #           120, after which that value is skipped on later rows; SW_ONLY: the switch names to run, default
 #           all): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
-#           SW_CASES of the gpu suite with the defaults and with the SW_FLIP switches set (default: the wide
-#           prefill and the fp8 overlap; the pong prefill: SW_FLIP=MLA_GPU_PREFILL_PONG=1), metrics.tsv compared
+#           SW_CASES of the gpu suite with the defaults and with the SW_FLIP switches set (default: the pipe
+#           prefill instead of ws, and the fp8 overlap; the pong prefill: SW_FLIP=MLA_GPU_PREFILL_PONG=1),
+#           metrics.tsv compared
 #   profile for each "name:kernel-regex:mla_gpu_bench args[:VAR=VALUE,...]" of PROF (the optional fourth field:
 #           the environment of that run, e.g. a kernel switch; default: the P1 s 4096 prefill, h128
 #           bf16 and h16 fp8_ds_mla decode), one ncu pass of the kernel's first launch (speed of light, warp
@@ -113,7 +114,7 @@ if want switches; then
     sel=(); for c in ${SW_CASES:-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
     for flip in 0 1; do # 1: the switches of SW_FLIP away from their defaults
         t0=$(date +%s)
-        f=(); [ $flip = 1 ] && read -r -a f <<<"${SW_FLIP:-MLA_GPU_PREFILL_WIDE=1 MLA_GPU_DECODE_WT_OVL=1}"
+        f=(); [ $flip = 1 ] && read -r -a f <<<"${SW_FLIP:-MLA_GPU_PREFILL_WS=0 MLA_GPU_DECODE_WT_OVL=1}"
         env "${f[@]}" $M run --suite gpu "${sel[@]}" --results $R/sw$flip >"$OUTDIR/switch-suite-$flip.log" 2>&1
         echo "switches flipped=$flip: exit $? in $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'mlacheck run: [^;]*' "$OUTDIR/switch-suite-$flip.log")"
     done
