@@ -56,14 +56,16 @@ __device__ __forceinline__ void pr_fill(const gpu_prefill_args &a, int h, int ba
 #define PR_TURN0 1 /* named barriers of the turns: consumer warpgroup 0 may issue */
 #define PR_TURN1 2 /* consumer warpgroup 1 may issue */
 #define PR_QBAR 3  /* the 256 consumer threads (COPY 0): Q stored */
+#define PR_QWG 4   /* 4 + warpgroup: that warpgroup's 128 threads (QWG 1): its Q rows stored, or free */
 
 /* One part of a consumer warpgroup (keys [0, nk) at workspace rows base + key) from global tile t0 on:
  * the pipe kernel's schedule (S(k) and P V(k - 1) issued together, softmax(k) under P V(k - 1)) on the
  * rings. COPY 1: the 256 consumer threads also copy, tile k + 3 after step k (pong); COPY 0: a producer
  * does. TURNS 1: the warpgroups take turns at the tensor cores (warpgroup 0 first; warpgroup 1 hands no
  * turn back after its tail, so each barrier sees as many arrivals as waits). Leaves the normalized
- * output in o and the part's LSE (natural) in lse; numerics as the pipe kernel's, bit for bit. */
-template <int COPY, int TURNS>
+ * output in o and the part's LSE (natural) in lse; numerics as the pipe kernel's, bit for bit. QWG 1: each
+ * warpgroup staged its own Q rows (pw_item<1>), so it waits for its own threads only. */
+template <int COPY, int TURNS, int QWG = 0>
 __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base, int nk, int causal, int row0,
                         uint8_t *qs, uint8_t *kst, int t0, float (&o)[64], float (&lse)[2])
 {
@@ -75,7 +77,8 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.0f;
     wg_proxy_fence(); /* this thread's Q stores (pw_block) before the wgmmas' reads */
-    if (COPY) __syncthreads();             /* Q written, the barriers initialized, the previous part's turns done */
+    if (COPY) __syncthreads(); /* Q written, the barriers initialized, the previous part's turns done */
+    else if (QWG) wg_bar_sync(PR_QWG + wg, 128);
     else wg_bar_sync(PR_QBAR, PW_THREADS); /* Q written by both consumer warpgroups */
     auto issue = [&](int k) {
         if (COPY && k < ntiles) pr_fill<1>(a, h, base, nk, k, t0 + k, kst);

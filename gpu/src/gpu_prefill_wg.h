@@ -189,30 +189,36 @@ __device__ __forceinline__ void pw_finish(float (&o)[64], const float (&m)[2], f
     }
 }
 
-/* One block (blockIdx: query tile, sequence, head) around a part function
- * part(h, base, nk, causal, row0, qs, kst, o, lse) that attends keys [0, nk) at workspace rows base + key
- * and leaves the normalized output and the LSE: Q into shared memory, the new part (causal), then the
- * cached context and the merge when there is one, then the store. */
-template <class Part> __device__ __forceinline__ void pw_block(const gpu_prefill_args &a, uint8_t *mem, Part part)
+/* Q rows [r0, r0 + n) of the query tile at row0 (sequence s, head h) into the swizzled tile qs, zero past
+ * the new tokens, by the nthr threads numbered lt: all of a thread's copies in flight at once (loads then
+ * stores kept ~6 global round trips in sequence: 6% of the ws kernel's stall samples at P1 s 4096, ncu
+ * 2026-12-04, more of a short sequence's). No tile copy of the calling thread may be pending. */
+__device__ __forceinline__ void pw_stage_q(const gpu_prefill_args &a, const gpu_seq &s, int h, int row0, uint8_t *qs,
+                                           int r0, int n, int lt, int nthr)
 {
-    uint8_t *qs = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem) + 1023) & ~(uintptr_t)1023);
-    uint8_t *kst = qs + PW_QT;
-    const gpu_seq s = a.seqs[blockIdx.y];
-    /* the last query tiles (the most keys under the causal mask) first: a shorter tail */
-    const int h = blockIdx.z, row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM;
-    if (row0 >= s.n_new) return; /* the whole block: fewer new tokens in this sequence */
-    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    /* Q rows, zero past the new tokens: all of a thread's 12 copies in flight at once (loads then
-     * stores kept ~6 global round trips in sequence: 6% of the ws kernel's stall samples at P1 s 4096,
-     * ncu 2026-12-04, more of a short sequence's); no tile copy of this thread is pending here. */
-    for (int i = tid; i < PW_BM * PW_QK / 8; i += PW_THREADS) {
-        const int row = i / (PW_QK / 8), c = i % (PW_QK / 8), tok = row0 + row;
+    for (int i = lt; i < n * PW_QK / 8; i += nthr) {
+        const int row = r0 + i / (PW_QK / 8), c = i % (PW_QK / 8), tok = row0 + row;
         const int64_t t = s.tok0 + min(tok, s.n_new - 1);
         const uint16_t *src = c < PW_P / 8 ? a.q_nope + (t * a.h + h) * PW_P + c * 8 : a.q_pe + (t * a.h + h) * PW_R + (c - PW_P / 8) * 8;
         tc_cp<16>(tc_smem(qs + c / 8 * PW_QATOM + wg_sw128(row, (c % 8) * 8)), src, tok < s.n_new ? 16 : 0);
     }
     tc_commit();
     tc_wait<0>();
+}
+
+/* The query tile at row0 (< the sequence's n_new) of sequence y, head h, around a part function
+ * part(h, base, nk, causal, row0, qs, kst, o, lse) that attends keys [0, nk) at workspace rows base + key
+ * and leaves the normalized output and the LSE: Q into shared memory (QWG 1: each warpgroup its own 64
+ * rows, so one may restage while the other still reads its rows; 0: by all 256 threads), the new part
+ * (causal), then the cached context and the merge when there is one, then the store. */
+template <int QWG, class Part>
+__device__ __forceinline__ void pw_item(const gpu_prefill_args &a, uint8_t *qs, int y, int h, int row0, Part part)
+{
+    uint8_t *kst = qs + PW_QT;
+    const gpu_seq s = a.seqs[y];
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
+    if (QWG) pw_stage_q(a, s, h, row0, qs, 64 * wg, 64, tid % 128, 128);
+    else pw_stage_q(a, s, h, row0, qs, 0, PW_BM, tid, PW_THREADS);
 
     /* new part: keys = new tokens up to the block's last row (+ causal_plus) */
     const int last = min(row0 + PW_BM, s.n_new) - 1, nk_new = min(s.n_new, last + 1 + a.causal_plus);
@@ -246,6 +252,16 @@ template <class Part> __device__ __forceinline__ void pw_block(const gpu_prefill
         }
         if (tq == 0) a.lse[t * a.h + h] = lse_out[r];
     }
+}
+
+/* One block (blockIdx: query tile, sequence, head) of pw_item, the last query tiles (the most keys under
+ * the causal mask) first: a shorter tail. */
+template <class Part> __device__ __forceinline__ void pw_block(const gpu_prefill_args &a, uint8_t *mem, Part part)
+{
+    uint8_t *qs = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem) + 1023) & ~(uintptr_t)1023);
+    const int row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM;
+    if (row0 >= a.seqs[blockIdx.y].n_new) return; /* the whole block: fewer new tokens in this sequence */
+    pw_item<0>(a, qs, blockIdx.y, blockIdx.z, row0, part);
 }
 
 #endif

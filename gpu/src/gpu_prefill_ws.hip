@@ -31,21 +31,18 @@
 
 #define WS_THREADS (PW_THREADS + 128) /* two consumer warpgroups and the producer */
 
-/* The producer warpgroup: every tile of the block's parts, in the consumers' order (pw_block's). */
-__device__ void ws_produce(const gpu_prefill_args &a, uint8_t *kst)
+/* The producer warpgroup's copies of one query tile (row0 < the sequence's n_new): every tile of its
+ * parts, in the consumers' order (pw_item's), from global tile t on (t advanced past them). */
+__device__ __forceinline__ void ws_produce(const gpu_prefill_args &a, int y, int h, int row0, uint8_t *kst, int &t)
 {
     const int lt = threadIdx.x - PW_THREADS; /* 0 .. 127: rows lt / 4 and 32 + lt / 4 of a tile */
-    const gpu_seq s = a.seqs[blockIdx.y];
-    const int h = blockIdx.z, row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM;
-    if (row0 >= s.n_new) return; /* as pw_block */
+    const gpu_seq s = a.seqs[y];
     const int last = min(row0 + PW_BM, s.n_new) - 1, nk_new = min(s.n_new, last + 1 + a.causal_plus);
-    int t = 0;
     auto part = [&](int base, int nk) {
         for (int k = 0; k < (nk + PW_BN - 1) / PW_BN; k++, t++) pr_fill<2>(a, h, base, nk, k, t, kst, lt);
     };
     part(s.ws0 + s.n_past, nk_new);
     if (s.n_past > 0) part(s.ws0, s.n_past);
-    asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
 }
 
 template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_ws(gpu_prefill_args a, float s_mul)
@@ -56,7 +53,10 @@ template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_pre
     __syncthreads();                          /* the barriers initialized, for all three warpgroups */
     if (threadIdx.x >= PW_THREADS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-        ws_produce(a, kst);
+        const int row0 = (gridDim.x - 1 - blockIdx.x) * PW_BM; /* as pw_block */
+        int t = 0;
+        if (row0 < a.seqs[blockIdx.y].n_new) ws_produce(a, blockIdx.y, blockIdx.z, row0, kst, t);
+        asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
@@ -68,11 +68,56 @@ template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_pre
     });
 }
 
+/* The persistent form (MLA_GPU_PREFILL_WS=3): one block an SM walks the query tiles i = blockIdx.x,
+ * + gridDim.x, ... in the order pw_block's grid ran them (the last query tiles first, then sequence,
+ * then head), so the producer copies the next tile's keys while the consumers finish this one's last
+ * P V and store its output, and no block is started per query tile; each consumer warpgroup restages
+ * only its own Q rows once it has read them. Tile numbers t run on over the tiles (the rings' phases).
+ * Numerics: pw_item's and pr_part's, as the ws kernel, bit for bit. */
+__device__ __forceinline__ bool wsp_tile(const gpu_prefill_args &a, int i, int nbx, int &y, int &h, int &row0)
+{
+    const int per = a.n_seqs * a.h;
+    row0 = (nbx - 1 - i / per) * PW_BM;
+    y = i % per / a.h;
+    h = i % a.h;
+    return row0 < a.seqs[y].n_new;
+}
+
+__global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_wsp(gpu_prefill_args a, float s_mul, int nbx)
+{
+    extern __shared__ uint8_t ws_mem[];
+    uint8_t *qs = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(ws_mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *kst = qs + PW_QT;
+    const int n = nbx * a.n_seqs * a.h;
+    if (threadIdx.x == 0) pr_init(kst, 128);
+    __syncthreads();
+    int y, h, row0, t = 0;
+    if (threadIdx.x >= PW_THREADS) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+        for (int i = blockIdx.x; i < n; i += gridDim.x)
+            if (wsp_tile(a, i, nbx, y, h, row0)) ws_produce(a, y, h, row0, kst, t);
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    const int wg = wg_index();
+    for (int i = blockIdx.x; i < n; i += gridDim.x) {
+        if (!wsp_tile(a, i, nbx, y, h, row0)) continue;
+        wg_bar_sync(PR_QWG + wg, 128); /* the warpgroup's reads of its Q rows (the last tile's S) done */
+        pw_item<1>(a, qs, y, h, row0, [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_, uint8_t *kst_,
+                                         float(&o)[64], float(&lse)[2]) {
+            pr_part<0, 0, 1>(a, s_mul, h_, base, nk, causal, r0, qs_, kst_, t, o, lse);
+            t += (nk + PW_BN - 1) / PW_BN;
+        });
+    }
+}
+
 /* This kernel where the pipe kernel fits (read once): 1 unless MLA_GPU_PREFILL_WS=0 (the pipe kernel),
- * 2 with MLA_GPU_PREFILL_WS=2 (the turns). */
+ * 2 with MLA_GPU_PREFILL_WS=2 (the turns), 3 the persistent form. */
 extern "C" int gpu_prefill_ws_on(void)
 {
-    static const int on = gpu_env_off("MLA_GPU_PREFILL_WS") ? 0 : gpu_env_switch("MLA_GPU_PREFILL_WS", 2) == 2 ? 2 : 1;
+    static const int sw = gpu_env_switch("MLA_GPU_PREFILL_WS", 3);
+    static const int on = gpu_env_off("MLA_GPU_PREFILL_WS") ? 0 : sw > 1 ? sw : 1;
     return on;
 }
 
@@ -90,12 +135,33 @@ template <int TURNS> static mla_status ws_launch(hipStream_t st, const gpu_prefi
     return MLA_OK;
 }
 
+static mla_status wsp_launch(hipStream_t st, const gpu_prefill_args *a)
+{
+    static int n_sm = 0;
+    if (!n_sm) {
+        int dev;
+        hipDeviceProp_t p;
+        MLA_HIP_CHECK(hipGetDevice(&dev));
+        MLA_HIP_CHECK(hipGetDeviceProperties(&p, dev));
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_prefill_wsp),
+                                          hipFuncAttributeMaxDynamicSharedMemorySize, PW_RSHM));
+        n_sm = p.multiProcessorCount;
+    }
+    const int nbx = (a->max_new + PW_BM - 1) / PW_BM;
+    const int64_t n = (int64_t)nbx * a->n_seqs * a->h;
+    if (n <= 0) return MLA_OK;
+    k_attn_prefill_wsp<<<(int)(n < n_sm ? n : n_sm), WS_THREADS, PW_RSHM, st>>>(*a, a->scale * 1.4426950408889634f, nbx);
+    MLA_HIP_LAUNCHED("k_attn_prefill_wsp");
+    return MLA_OK;
+}
+
 extern "C" mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args *a)
 {
     if (!gpu_prefill_wg_fits(a->p, a->r, a->v))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: warp-specialized wgmma prefill: needs P 128, R 64, V 128 (have %d, %d, %d)",
                           a->p, a->r, a->v);
-    return gpu_prefill_ws_on() == 2 ? ws_launch<1>(st, a) : ws_launch<0>(st, a);
+    const int on = gpu_prefill_ws_on();
+    return on == 3 ? wsp_launch(st, a) : on == 2 ? ws_launch<1>(st, a) : ws_launch<0>(st, a);
 }
 
 #endif
