@@ -68,18 +68,22 @@ template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_pre
     });
 }
 
-/* The persistent form (MLA_GPU_PREFILL_WS=3): one block an SM walks the query tiles i = blockIdx.x,
- * + gridDim.x, ... in the order pw_block's grid ran them (the last query tiles first, then sequence,
- * then head), so the producer copies the next tile's keys while the consumers finish this one's last
- * P V and store its output, and no block is started per query tile; each consumer warpgroup restages
- * only its own Q rows once it has read them. Tile numbers t run on over the tiles (the rings' phases).
- * Numerics: pw_item's and pr_part's, as the ws kernel, bit for bit. */
+/* The persistent form (MLA_GPU_PREFILL_WS=3): one block an SM takes the query tiles i = blockIdx.x,
+ * + gridDim.x, ... of the grid's order (query tiles of one sequence and head, then sequence, then head),
+ * so the producer copies the next tile's keys while the consumers finish this one's last P V and store
+ * its output, and no block is started per query tile; each consumer warpgroup restages only its own Q
+ * rows once it has read them. Tiles running together share a head's keys in L2 as the grid's blocks did:
+ * ordered last query tiles first across heads instead (79d3b71), every SM streamed another head's keys
+ * and the kernel went DRAM-bound (16k: 25.9 ms against the ws kernel's 21.5, H200 2026-12-04). Within a
+ * (sequence, head) the query tiles are rotated by its index so that a block's tiles, gridDim.x apart, are
+ * not always the same few (at 8 query tiles and 132 blocks: 2 of 8, a 2x imbalance). Tile numbers t run
+ * on over the tiles (the rings' phases). Numerics: pw_item's and pr_part's, bit for bit the ws kernel's. */
 __device__ __forceinline__ bool wsp_tile(const gpu_prefill_args &a, int i, int nbx, int &y, int &h, int &row0)
 {
-    const int per = a.n_seqs * a.h;
-    row0 = (nbx - 1 - i / per) * PW_BM;
-    y = i % per / a.h;
-    h = i % a.h;
+    const int g = i / nbx; /* (sequence, head) group: h = g / n_seqs, y = g % n_seqs */
+    y = g % a.n_seqs;
+    h = g / a.n_seqs;
+    row0 = (nbx - 1 - (i % nbx + g) % nbx) * PW_BM;
     return row0 < a.seqs[y].n_new;
 }
 
