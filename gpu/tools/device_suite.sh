@@ -29,6 +29,9 @@
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
+#   gemm    mla_gpu_bench --gemm (the SIMT and tensor-core projection GEMMs checked, then timed), then one
+#           v3-layer forward end to end (mlacheck bench, prefill of GEMM_TOKENS, default 4096, bf16 and fp8w)
+#           with each GEMM (MLA_GPU_GEMM_MMA=0 / default)
 # Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
@@ -75,6 +78,17 @@ if want bench; then
     python3 gpu/bench/torch_side_by_side.py "$OUTDIR/bench.tsv" --out "$OUTDIR/torch.tsv" | tee -a "$OUTDIR/bench.md"
     echo "torch side by side: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     python3 gpu/bench/roofline.py "$OUTDIR/bench.tsv" --svg "$OUTDIR/roofline.svg" >>"$OUTDIR/bench.md" 2>&1
+fi
+if want gemm; then
+    t0=$(date +%s)
+    timeout 240 ./build-gpu/gpu/mla_gpu_bench --gemm >"$OUTDIR/gemm.md" 2>&1
+    echo "gemm bench: exit $? in $(( $(date +%s) - t0 )) s"; grep -E '^\|' "$OUTDIR/gemm.md" | tail -40
+    for p in bf16 fp8w; do for v in 0 1; do
+        t0=$(date +%s)
+        l=$(MLA_GPU_GEMM_MMA=$v timeout 120 $M bench --engine gpu --model v3-layer --profile $p \
+            --tokens "${GEMM_TOKENS:-4096}" --repeat 5 2>&1 | grep -E 'median|error|mlacheck')
+        echo "v3-layer forward, $p, MLA_GPU_GEMM_MMA=$v: ${l:-(no line)} ($(( $(date +%s) - t0 )) s)"
+    done; done
 fi
 if want profile; then
     P=$R/profile && mkdir -p $P
