@@ -1,6 +1,7 @@
 /* gpu_gemm.hip: the engine's matrix products, Y = X . W^T with fp32 accumulation.
  * A plain tiled SIMT kernel (64x64 tile, 16-deep k slices, 4x4 outputs per thread); the k loop is
- * sequential per output so results are deterministic. The block-fp8 variant folds each 128-wide
+ * sequential per output so results are deterministic. On NVIDIA the tensor-core kernel
+ * (gpu_gemm_mma.hip) is the default where it fits; this one stays for AMD, odd strides and comparisons. The block-fp8 variant folds each 128-wide
  * k block's fp32 partial sum with its activation and weight scales (DeepSeek fp8_gemm). */
 #include "gpu_dtype.h"
 #include "gpu_internal.h"
@@ -57,13 +58,22 @@ __global__ void __launch_bounds__(GM_THREADS) k_gemm_bf16(gpu_gemm_args a)
     }
 }
 
-extern "C" mla_status gpu_gemm_bf16(hipStream_t st, const gpu_gemm_args *a)
+extern "C" mla_status gpu_gemm_bf16_simt(hipStream_t st, const gpu_gemm_args *a)
 {
     if (a->m <= 0 || a->n <= 0) return MLA_OK;
     dim3 grid((a->n + GM_BN - 1) / GM_BN, (a->m + GM_BM - 1) / GM_BM, a->batch > 0 ? a->batch : 1);
     k_gemm_bf16<<<grid, GM_THREADS, 0, st>>>(*a);
     MLA_HIP_LAUNCHED("k_gemm_bf16");
     return MLA_OK;
+}
+
+/* The tensor-core kernel where its copies fit (NVIDIA); MLA_GPU_GEMM_MMA=0, read once, the SIMT one.
+ * The choice depends on pointers and strides, never on m, so a row's values do not depend on the batch. */
+extern "C" mla_status gpu_gemm_bf16(hipStream_t st, const gpu_gemm_args *a)
+{
+    static const int off = gpu_env_off("MLA_GPU_GEMM_MMA");
+    if (!off && gpu_gemm_mma_fits(a)) return gpu_gemm_bf16_mma(st, a);
+    return gpu_gemm_bf16_simt(st, a);
 }
 
 typedef struct gemm8_args {

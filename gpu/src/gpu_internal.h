@@ -112,6 +112,12 @@ typedef struct gpu_gemm_args {
     int m, n, k, batch, y_f32;
 } gpu_gemm_args;
 mla_status gpu_gemm_bf16(hipStream_t st, const gpu_gemm_args *a);
+/* The two kernels gpu_gemm_bf16 picks from (mla_gpu_bench --gemm times both): the SIMT one (any shape)
+ * and the tensor-core one (gpu_gemm_mma.hip, NVIDIA only: x, w 16-byte aligned, ldx, ldw, x_bs, w_bs
+ * multiples of 8 elements; gpu_gemm_mma_fits is 0 elsewhere). */
+mla_status gpu_gemm_bf16_simt(hipStream_t st, const gpu_gemm_args *a);
+int gpu_gemm_mma_fits(const gpu_gemm_args *a);
+mla_status gpu_gemm_bf16_mma(hipStream_t st, const gpu_gemm_args *a);
 /* Block-fp8: x codes [m, k] with scales [m, ceil(k/128)], w codes [n, k] with scales
  * [ceil(n/128), ceil(k/128)]; y [m, n] bf16 with row stride ldy. */
 mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
