@@ -13,8 +13,9 @@
  * Counting follows FlashMLA / FA3: decode FLOPs = 2 s_q sum(s_k) h (576 + 512), bytes = sum(s_k) x
  * row bytes (K and V share storage) + Q + O; prefill FLOPs = 2 b h s (s / 2) (192 + 128), causal.
  * Percentages are of the ceilings measured on this H200 (performance.md): 4,144 GB/s device copy and
- * 784 TFLOP/s dense bf16 GEMM. Exit: 0, 1 when a check failed, 2 usage, 3 device error, 77 no GPU. */
-#include "gpu_internal.h"
+ * 784 TFLOP/s dense bf16 GEMM. --gemm times the projection GEMMs instead (gpu_bench_gemm.hip).
+ * Exit: 0, 1 when a check failed, 2 usage, 3 device error, 77 no GPU. */
+#include "gpu_bench.h"
 #include "gpu_kv.h"
 #include "mla/attn_op.h"
 #include "mla_core/rng.h"
@@ -24,19 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CEIL_GBS 4144.0
-#define CEIL_TFLOPS 784.0
 #define PAGE 64
-
-/* Deterministic uniform [-1, 1) from (seed, index): the same on host and device. */
-MLA_HD float bn_uniform(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed * 0x9e3779b97f4a7c15ull + i + 1;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
-}
 
 __global__ void k_fill_bf16(uint16_t *p, int64_t n, uint64_t seed, float amp)
 {
@@ -79,24 +68,14 @@ __global__ void k_fill_kv(uint8_t *pool, int64_t rows, int row_bytes, mla_kv_for
     }
 }
 
-#define BN_CHECK(call)                                                                             \
-    do {                                                                                           \
-        hipError_t e_ = (call);                                                                    \
-        if (e_ != hipSuccess) {                                                                    \
-            fprintf(stderr, "mla_gpu_bench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-                    hipGetErrorString(e_));                                                        \
-            exit(3);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void *dev_alloc(size_t bytes)
+void *dev_alloc(size_t bytes)
 {
     void *p = NULL;
     BN_CHECK(hipMalloc(&p, bytes ? bytes : 1));
     return p;
 }
 
-static void *host_alloc(size_t bytes)
+void *host_alloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
@@ -124,19 +103,7 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-typedef struct bench_env {
-    hipStream_t st;
-    hipEvent_t e0, e1;
-    void *flush; /* written before each timed launch so inputs come from HBM, not L2 */
-    size_t flush_bytes;
-    int n_sm;
-    int reps;
-} bench_env;
-
-typedef mla_status (*launch_fn)(hipStream_t st, const void *args);
-
-/* Median of env->reps timed launches (ms), after two warm-up launches. */
-static float time_launch(bench_env *env, launch_fn fn, const void *args)
+float time_launch(bench_env *env, launch_fn fn, const void *args)
 {
     float t[64];
     int n = env->reps < 64 ? env->reps : 64;
@@ -549,10 +516,12 @@ static void print_row(FILE *f, const result_row *r)
 static void usage(void)
 {
     fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N | --only-prefill N] [--tsv FILE]\n"
+                    "       mla_gpu_bench --gemm [--quick]\n"
                     "  times the GPU attention kernels on the performance.md workloads (see gpu/NOTES.md);\n"
                     "  --kernels: decode kernels to time (default mma), --only: decode workload N alone (profiling),\n"
                     "  --only-prefill: P1 workload N alone on the mma prefill kernel,\n"
-                    "  --tsv: every row as tab-separated values\n");
+                    "  --tsv: every row as tab-separated values,\n"
+                    "  --gemm: the projection GEMMs (SIMT and tensor-core kernels) on DeepSeek-V3 shapes instead\n");
 }
 
 static void write_tsv(FILE *f, const result_row *r, int n)
@@ -566,11 +535,13 @@ static void write_tsv(FILE *f, const result_row *r, int n)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, only = -1, only_p = -1, want[3] = {0, 0, 1};
+    int quick = 0, only = -1, only_p = -1, want[3] = {0, 0, 1}, gemm = 0;
     const char *tsv = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--gemm")) {
+            gemm = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = atoi(argv[++i]); /* one decode workload (its row of dw), no prefill: for profilers */
         } else if (!strcmp(argv[i], "--only-prefill") && i + 1 < argc) {
@@ -605,7 +576,7 @@ int main(int argc, char **argv)
     hipDeviceProp_t p;
     BN_CHECK(hipGetDeviceProperties(&p, 0));
     env.n_sm = p.multiProcessorCount;
-    env.reps = quick ? 5 : 20;
+    env.reps = quick ? (gemm ? 10 : 5) : 20; /* --gemm: a median of at least 10 */
     env.flush_bytes = (size_t)256 << 20;
     env.flush = dev_alloc(env.flush_bytes);
     BN_CHECK(hipStreamCreate(&env.st));
@@ -613,6 +584,11 @@ int main(int argc, char **argv)
     BN_CHECK(hipEventCreate(&env.e1));
     printf("mla_gpu_bench: %s, %d SMs; median of %d launches after 2 warm-ups, 256 MiB L2 flush before each\n",
            p.name, env.n_sm, env.reps);
+    if (gemm) {
+        int rc = bench_gemm(&env);
+        BN_CHECK(hipFree(env.flush));
+        return rc;
+    }
 
     /* decode workloads (performance.md): {kv format, b, s_k, h, s_q, varlen}; quick: the first 6 */
     static const int dw[][6] = {
