@@ -1,9 +1,9 @@
-/* gpu_bench_gemm.hip: mla_gpu_bench --gemm, the projection GEMMs: gpu_gemm_bf16's SIMT kernel and its
- * tensor-core kernel (NVIDIA) on DeepSeek-V3 shapes. Each output is checked on sampled elements against
- * float64 sums of the same bf16 inputs before it is timed (device events, median, 256 MiB L2 flush
- * before each launch, as the attention rows). The mma rows also say how far they are from the SIMT
- * output (rounding: different summation order) and whether rows of a call with m / 2 and m / 2 - 1 rows
- * are bitwise those of the full call (batch invariance). FLOPs = 2 batch m n k. */
+/* gpu_bench_gemm.hip: mla_gpu_bench --gemm, the projection GEMMs: the SIMT and tensor-core (NVIDIA)
+ * kernels of gpu_gemm_bf16 and of the block-fp8 gpu_gemm_fp8 on DeepSeek-V3 shapes. Each output is
+ * checked on sampled elements against float64 sums of the same inputs before it is timed (device events,
+ * median, 256 MiB L2 flush before each launch, as the attention rows). The mma rows also say how far they
+ * are from the SIMT output (rounding: another summation order) and whether the rows of a call with m / 2
+ * and m / 2 - 1 rows are bitwise those of the full call (batch invariance). FLOPs = 2 batch m n k. */
 #include "gpu_bench.h"
 #include "mla_core/rng.h"
 
@@ -33,41 +33,109 @@ __global__ void k_bg_fill(uint16_t *p, int64_t n, uint64_t seed)
         p[i] = gd_f32_to_bf16(bn_uniform(seed, (uint64_t)i));
 }
 
+__global__ void k_bg_fill8(uint8_t *p, int64_t n, uint64_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        p[i] = gd_f32_to_e4m3(448.0f * bn_uniform(seed, (uint64_t)i), 0);
+}
+
+/* block scales as act_quant leaves them: amax / 448 for amax in [1, 2) */
+__global__ void k_bg_scales(float *p, int64_t n, uint64_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        p[i] = (1.5f + 0.5f * bn_uniform(seed, (uint64_t)i)) / 448.0f;
+}
+
+/* One GEMM of the table: bf16 (the call in a) or block fp8 (codes and scales here; y, ldy, m, n, k in a). */
+typedef struct bg_case {
+    const bg_shape *s;
+    int fp8;
+    gpu_gemm_args a;
+    const uint8_t *xq, *wq;
+    const float *xs, *ws;
+} bg_case;
+
+static mla_status bg_simt(hipStream_t st, const void *p)
+{
+    const bg_case *c = (const bg_case *)p;
+    return c->fp8 ? gpu_gemm_fp8_simt(st, c->xq, c->xs, c->wq, c->ws, (uint16_t *)c->a.y, c->a.ldy, c->a.m, c->a.n,
+                                      c->a.k)
+                  : gpu_gemm_bf16_simt(st, &c->a);
+}
+static mla_status bg_mma(hipStream_t st, const void *p)
+{
+    const bg_case *c = (const bg_case *)p;
+    return c->fp8 ? gpu_gemm_fp8_mma(st, c->xq, c->xs, c->wq, c->ws, (uint16_t *)c->a.y, c->a.ldy, c->a.m, c->a.n,
+                                     c->a.k)
+                  : gpu_gemm_bf16_mma(st, &c->a);
+}
+static int bg_fits(const bg_case *c)
+{
+    return c->fp8 ? gpu_gemm_fp8_mma_fits(c->xq, c->wq, c->a.k) : gpu_gemm_mma_fits(&c->a);
+}
+
 /* One sampled output (b, i, j): the float64 sum and its gate, and those of column j + 1 (the control). */
 typedef struct bg_sample {
     int b, i, j;
     double ref, tol, ref_c, tol_c;
 } bg_sample;
 
-/* sum_k x w over row i of X and row j of W (batch b), and the gate: bf16 rounding of the output
- * (2^-8 relative) plus fp32 accumulation (2^-14 of sum |x w|; a dropped 32-deep k slice is ~20x that) */
-static void bg_ref(const gpu_gemm_args *a, int b, int i, int j, double *ref, double *tol)
+static void *bg_fetch(const void *dev, size_t bytes)
 {
-    uint16_t *xr = (uint16_t *)host_alloc((size_t)a->k * 2), *wr = (uint16_t *)host_alloc((size_t)a->k * 2);
-    BN_CHECK(hipMemcpy(xr, a->x + (int64_t)b * a->x_bs + (int64_t)i * a->ldx, (size_t)a->k * 2, hipMemcpyDeviceToHost));
-    BN_CHECK(hipMemcpy(wr, a->w + (int64_t)b * a->w_bs + (int64_t)j * a->ldw, (size_t)a->k * 2, hipMemcpyDeviceToHost));
-    double s = 0, abs_s = 0;
-    for (int k = 0; k < a->k; k++) {
-        double p = (double)gd_bf16_to_f32(xr[k]) * gd_bf16_to_f32(wr[k]);
-        s += p;
-        abs_s += fabs(p);
-    }
-    *ref = s;
-    *tol = ldexp(fabs(s), -8) + ldexp(abs_s, -14) + 1e-30;
-    free(xr);
-    free(wr);
+    void *h = host_alloc(bytes);
+    BN_CHECK(hipMemcpy(h, dev, bytes, hipMemcpyDeviceToHost));
+    return h;
 }
 
-static void bg_samples(const gpu_gemm_args *a, bg_sample *s)
+/* sum_k x w over row i of X and row j of W (batch b; fp8: each 128-block's sum times its two scales),
+ * and the gate: bf16 rounding of the output (2^-8 relative) plus the accumulation (bf16 operands: 2^-14
+ * of sum |x w|, a dropped 32-deep k slice is ~20x that; fp8: 2^-11, the tensor cores' fp8 sums keep
+ * fewer bits than fp32 over a 128-block) */
+static void bg_ref(const bg_case *c, int b, int i, int j, double *ref, double *tol)
 {
+    const gpu_gemm_args *a = &c->a;
+    double s = 0, abs_s = 0;
+    if (c->fp8) {
+        const int kb = a->k / 128;
+        uint8_t *xr = (uint8_t *)bg_fetch(c->xq + (int64_t)i * a->k, (size_t)a->k);
+        uint8_t *wr = (uint8_t *)bg_fetch(c->wq + (int64_t)j * a->k, (size_t)a->k);
+        float *sx = (float *)bg_fetch(c->xs + (int64_t)i * kb, (size_t)kb * 4);
+        float *sw = (float *)bg_fetch(c->ws + (int64_t)(j / 128) * kb, (size_t)kb * 4);
+        for (int k = 0; k < a->k; k++) {
+            double p = (double)gd_e4m3_to_f32(xr[k], 0) * gd_e4m3_to_f32(wr[k], 0) * sx[k / 128] * sw[k / 128];
+            s += p;
+            abs_s += fabs(p);
+        }
+        free(xr);
+        free(wr);
+        free(sx);
+        free(sw);
+    } else {
+        uint16_t *xr = (uint16_t *)bg_fetch(a->x + (int64_t)b * a->x_bs + (int64_t)i * a->ldx, (size_t)a->k * 2);
+        uint16_t *wr = (uint16_t *)bg_fetch(a->w + (int64_t)b * a->w_bs + (int64_t)j * a->ldw, (size_t)a->k * 2);
+        for (int k = 0; k < a->k; k++) {
+            double p = (double)gd_bf16_to_f32(xr[k]) * gd_bf16_to_f32(wr[k]);
+            s += p;
+            abs_s += fabs(p);
+        }
+        free(xr);
+        free(wr);
+    }
+    *ref = s;
+    *tol = ldexp(fabs(s), -8) + ldexp(abs_s, c->fp8 ? -11 : -14) + 1e-30;
+}
+
+static void bg_samples(const bg_case *c, bg_sample *s)
+{
+    const gpu_gemm_args *a = &c->a;
     for (int q = 0; q < BG_SAMPLES; q++) {
         bg_sample *p = &s[q];
         uint64_t r = mla_rng_stream(4242, (uint64_t)q);
         p->b = q == 0 ? 0 : q == 1 ? a->batch - 1 : (int)(r % (uint64_t)a->batch); /* corners first */
         p->i = q == 0 ? 0 : q == 1 ? a->m - 1 : (int)((r >> 8) % (uint64_t)a->m);
         p->j = q == 0 ? 0 : q == 1 ? a->n - 1 : (int)((r >> 24) % (uint64_t)a->n);
-        bg_ref(a, p->b, p->i, p->j, &p->ref, &p->tol);
-        bg_ref(a, p->b, p->i, (p->j + 1) % a->n, &p->ref_c, &p->tol_c);
+        bg_ref(c, p->b, p->i, p->j, &p->ref, &p->tol);
+        bg_ref(c, p->b, p->i, (p->j + 1) % a->n, &p->ref_c, &p->tol_c);
     }
 }
 
@@ -97,12 +165,9 @@ static void bg_score(const gpu_gemm_args *a, const bg_sample *s, const uint16_t 
 /* bf16 bit patterns on one integer line (-0 and +0 both 0), so a difference counts ulps */
 static int bg_ord(uint16_t v) { return (v & 0x8000) ? -(int)(v & 0x7fff) : (int)v; }
 
-static mla_status bg_simt(hipStream_t st, const void *a) { return gpu_gemm_bf16_simt(st, (const gpu_gemm_args *)a); }
-static mla_status bg_mma(hipStream_t st, const void *a) { return gpu_gemm_bf16_mma(st, (const gpu_gemm_args *)a); }
-
-static void bg_run(bench_env *env, launch_fn fn, const gpu_gemm_args *a)
+static void bg_run(bench_env *env, launch_fn fn, const bg_case *c)
 {
-    if (fn(env->st, a) != MLA_OK) {
+    if (fn(env->st, c) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);
     }
@@ -111,69 +176,81 @@ static void bg_run(bench_env *env, launch_fn fn, const gpu_gemm_args *a)
 
 /* The mma kernel with m / 2 and m / 2 - 1 rows (a ragged last tile) into y (poisoned first): are its
  * rows bitwise the full call's (full, on the host)? */
-static int bg_invariant(bench_env *env, gpu_gemm_args a, uint16_t *y, const uint16_t *full)
+static int bg_invariant(bench_env *env, bg_case c, uint16_t *y, const uint16_t *full)
 {
-    const int m = a.m;
-    const size_t row = (size_t)a.ldy; /* rows [0, m2) of every batch entry are the first m2 ldy elements */
+    const int m = c.a.m;
+    const size_t row = (size_t)c.a.ldy; /* rows [0, m2) of every batch entry are the first m2 ldy elements */
     uint16_t *h = (uint16_t *)host_alloc((size_t)(m / 2) * row * 2);
     int same = 1;
     for (int d = 0; d < 2 && m / 2 - d > 0; d++) {
-        a.m = m / 2 - d;
-        a.y = y;
+        c.a.m = m / 2 - d;
+        c.a.y = y;
         BN_CHECK(hipMemset(y, 0xff, (size_t)m * row * 2));
-        bg_run(env, bg_mma, &a);
-        BN_CHECK(hipMemcpy(h, y, (size_t)a.m * row * 2, hipMemcpyDeviceToHost));
-        same &= !memcmp(h, full, (size_t)a.m * row * 2);
+        bg_run(env, bg_mma, &c);
+        BN_CHECK(hipMemcpy(h, y, (size_t)c.a.m * row * 2, hipMemcpyDeviceToHost));
+        same &= !memcmp(h, full, (size_t)c.a.m * row * 2);
     }
     free(h);
     return same;
 }
 
-static void bg_print(const bg_shape *s, const char *kernel, float ms, double worst, double control, int ok,
+static void bg_print(const bg_case *c, const char *kernel, float ms, double worst, double control, int ok,
                      const char *vs_simt, const char *inv)
 {
+    const bg_shape *s = c->s;
     double tf = 2.0 * s->batch * s->m * s->n * (double)s->k / (ms * 1e-3) / 1e12;
-    printf("| %-8s | %3d | %5d | %5d | %5d | %-4s | %10.1f | %6.1f | %5.1f%% | %.3f (control %.3g) %s | %s | %s |\n",
-           s->name, s->batch, s->m, s->n, s->k, kernel, ms * 1e3, tf, 100 * tf / CEIL_TFLOPS, worst, control,
-           ok ? "ok" : "FAIL", vs_simt, inv);
+    printf("| %-8s | %-4s | %3d | %5d | %5d | %5d | %-4s | %10.1f | %6.1f | %5.1f%% | %.3f (control %.3g) %s | %s | %s |\n",
+           s->name, c->fp8 ? "fp8" : "bf16", s->batch, s->m, s->n, s->k, kernel, ms * 1e3, tf, 100 * tf / CEIL_TFLOPS,
+           worst, control, ok ? "ok" : "FAIL", vs_simt, inv);
     fflush(stdout);
 }
 
-/* One shape: both kernels checked, compared and timed; returns the number of failed checks. */
-static int bg_shape_run(bench_env *env, const bg_shape *s)
+/* One shape in one format: both kernels checked, compared and timed; returns the number of failed checks. */
+static int bg_shape_run(bench_env *env, const bg_shape *s, int fp8)
 {
     const int64_t nx = (int64_t)s->m * s->batch * s->k, nw = (int64_t)s->batch * s->n * s->k;
-    const size_t ny = (size_t)s->m * s->batch * s->n;
-    uint16_t *x = (uint16_t *)dev_alloc((size_t)nx * 2), *w = (uint16_t *)dev_alloc((size_t)nw * 2);
+    const int64_t nxs = (int64_t)s->m * (s->k / 128), nws = (int64_t)((s->n + 127) / 128) * (s->k / 128);
+    const size_t ny = (size_t)s->m * s->batch * s->n, esz = fp8 ? 1 : 2;
+    void *x = dev_alloc((size_t)nx * esz), *w = dev_alloc((size_t)nw * esz);
+    float *xs = fp8 ? (float *)dev_alloc((size_t)nxs * 4) : NULL, *ws = fp8 ? (float *)dev_alloc((size_t)nws * 4) : NULL;
     uint16_t *ys = (uint16_t *)dev_alloc(ny * 2), *ym = (uint16_t *)dev_alloc(ny * 2);
-    k_bg_fill<<<1024, 256, 0, env->st>>>(x, nx, 21);
-    k_bg_fill<<<1024, 256, 0, env->st>>>(w, nw, 22);
+    if (fp8) {
+        k_bg_fill8<<<1024, 256, 0, env->st>>>((uint8_t *)x, nx, 31);
+        k_bg_fill8<<<1024, 256, 0, env->st>>>((uint8_t *)w, nw, 32);
+        k_bg_scales<<<256, 256, 0, env->st>>>(xs, nxs, 33);
+        k_bg_scales<<<256, 256, 0, env->st>>>(ws, nws, 34);
+    } else {
+        k_bg_fill<<<1024, 256, 0, env->st>>>((uint16_t *)x, nx, 21);
+        k_bg_fill<<<1024, 256, 0, env->st>>>((uint16_t *)w, nw, 22);
+    }
     BN_CHECK(hipGetLastError());
     BN_CHECK(hipStreamSynchronize(env->st));
-    gpu_gemm_args a = {.x = x, .ldx = (int64_t)s->batch * s->k, .x_bs = s->k, .w = w, .ldw = s->k,
-                       .w_bs = (int64_t)s->n * s->k, .y = ys, .ldy = (int64_t)s->batch * s->n, .y_bs = s->n,
-                       .m = s->m, .n = s->n, .k = s->k, .batch = s->batch, .y_f32 = 0};
+    bg_case c = {.s = s, .fp8 = fp8,
+                 .a = {.x = (const uint16_t *)x, .ldx = (int64_t)s->batch * s->k, .x_bs = s->k, .w = (const uint16_t *)w,
+                       .ldw = s->k, .w_bs = (int64_t)s->n * s->k, .y = ys, .ldy = (int64_t)s->batch * s->n,
+                       .y_bs = s->n, .m = s->m, .n = s->n, .k = s->k, .batch = s->batch, .y_f32 = 0},
+                 .xq = (const uint8_t *)x, .wq = (const uint8_t *)w, .xs = xs, .ws = ws};
     bg_sample *smp = (bg_sample *)host_alloc(BG_SAMPLES * sizeof(bg_sample));
-    bg_samples(&a, smp);
+    bg_samples(&c, smp);
     uint16_t *hs = (uint16_t *)host_alloc(ny * 2), *hm = (uint16_t *)host_alloc(ny * 2);
     double worst, control;
     int fails = 0;
 
-    bg_run(env, bg_simt, &a);
+    bg_run(env, bg_simt, &c);
     BN_CHECK(hipMemcpy(hs, ys, ny * 2, hipMemcpyDeviceToHost));
-    bg_score(&a, smp, hs, &worst, &control);
+    bg_score(&c.a, smp, hs, &worst, &control);
     int ok = worst <= 1.0 && control > 1.0;
     fails += !ok;
-    bg_print(s, "simt", time_launch(env, bg_simt, &a), worst, control, ok, "-", "-");
+    bg_print(&c, "simt", time_launch(env, bg_simt, &c), worst, control, ok, "-", "-");
 
-    if (!gpu_gemm_mma_fits(&a)) {
-        printf("| %-8s | %3d | %5d | %5d | %5d | mma  | - | - | - | not available on this device | - | - |\n",
-               s->name, s->batch, s->m, s->n, s->k);
+    if (!bg_fits(&c)) {
+        printf("| %-8s | %-4s | %3d | %5d | %5d | %5d | mma  | - | - | - | not available on this device | - | - |\n",
+               s->name, fp8 ? "fp8" : "bf16", s->batch, s->m, s->n, s->k);
     } else {
-        a.y = ym;
-        bg_run(env, bg_mma, &a);
+        c.a.y = ym;
+        bg_run(env, bg_mma, &c);
         BN_CHECK(hipMemcpy(hm, ym, ny * 2, hipMemcpyDeviceToHost));
-        bg_score(&a, smp, hm, &worst, &control);
+        bg_score(&c.a, smp, hm, &worst, &control);
         size_t differ = 0;
         int max_ulp = 0;
         for (size_t e = 0; e < ny; e++) {
@@ -183,17 +260,20 @@ static int bg_shape_run(bench_env *env, const bg_shape *s)
         }
         char vs[96];
         snprintf(vs, sizeof vs, "%zu of %zu differ, max %d ulp", differ, ny, max_ulp);
-        const int inv = bg_invariant(env, a, ys, hm);
+        const int inv = bg_invariant(env, c, ys, hm);
         ok = worst <= 1.0 && control > 1.0;
         fails += !ok + !inv;
-        a.y = ym;
-        bg_print(s, "mma", time_launch(env, bg_mma, &a), worst, control, ok, vs, inv ? "bitwise equal" : "DIFFER");
+        bg_print(&c, "mma", time_launch(env, bg_mma, &c), worst, control, ok, vs, inv ? "bitwise equal" : "DIFFER");
     }
     free(smp);
     free(hs);
     free(hm);
     BN_CHECK(hipFree(x));
     BN_CHECK(hipFree(w));
+    if (fp8) {
+        BN_CHECK(hipFree(xs));
+        BN_CHECK(hipFree(ws));
+    }
     BN_CHECK(hipFree(ys));
     BN_CHECK(hipFree(ym));
     return fails;
@@ -202,15 +282,19 @@ static int bg_shape_run(bench_env *env, const bg_shape *s)
 int bench_gemm(bench_env *env)
 {
     const int n = (int)(sizeof bg_shapes / sizeof bg_shapes[0]);
-    printf("\nY[b][m, n] = X[b][m, k] . W[b][n, k]^T, bf16 in and out, fp32 accumulation; %% of %.0f TFLOP/s "
-           "(cuBLAS bf16 on this H200)\n\n", CEIL_TFLOPS);
-    printf("| shape | b | m | n | k | kernel | median us | TFLOP/s | %% of %.0f | check worst / 1 (control > 1) | "
-           "bf16 vs simt | rows of m/2, m/2-1 |\n", CEIL_TFLOPS);
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("\nY[b][m, n] = X[b][m, k] . W[b][n, k]^T, fp32 accumulation, Y bf16; bf16 operands, or fp8: e4m3 codes "
+           "with 1x128 (X) and 128x128 (W) block scales (batch 1 shapes); %% of %.0f TFLOP/s (cuBLAS bf16 on "
+           "this H200)\n\n", CEIL_TFLOPS);
+    printf("| shape | in | b | m | n | k | kernel | median us | TFLOP/s | %% of %.0f | check worst / 1 (control > 1) | "
+           "bf16 out vs simt | rows of m/2, m/2-1 |\n", CEIL_TFLOPS);
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int fails = 0;
-    for (int i = 0; i < n; i++) fails += bg_shape_run(env, &bg_shapes[i]);
-    printf("\n%d failed checks (gate per sampled output: |y - ref| <= 2^-8 |ref| + 2^-14 sum_k |x w|, ref in "
-           "float64 from the same bf16 inputs, %d samples a kernel and shape, the worst printed as a fraction of "
+    for (int fp8 = 0; fp8 < 2; fp8++)
+        for (int i = 0; i < n; i++)
+            if (!fp8 || (bg_shapes[i].batch == 1 && bg_shapes[i].k % 128 == 0))
+                fails += bg_shape_run(env, &bg_shapes[i], fp8);
+    printf("\n%d failed checks (gate per sampled output: |y - ref| <= 2^-8 |ref| + 2^-14 (fp8: 2^-11) sum_k |x w|, "
+           "ref in float64 from the same inputs, %d samples a kernel and shape, the worst printed as a fraction of "
            "its gate; control: the median error against the next column's reference must exceed the gate; batch "
            "invariance: rows bitwise equal)\n", fails, BG_SAMPLES);
     return fails ? 1 : 0;

@@ -1,7 +1,8 @@
 /* gpu_gemm.hip: the engine's matrix products, Y = X . W^T with fp32 accumulation.
  * A plain tiled SIMT kernel (64x64 tile, 16-deep k slices, 4x4 outputs per thread); the k loop is
- * sequential per output so results are deterministic. On NVIDIA the tensor-core kernel
- * (gpu_gemm_mma.hip) is the default where it fits; this one stays for AMD, odd strides and comparisons. The block-fp8 variant folds each 128-wide
+ * sequential per output so results are deterministic. On NVIDIA the tensor-core kernels
+ * (gpu_gemm_mma.hip, gpu_gemm_fp8_mma.hip) are the default where they fit; these stay for AMD, odd
+ * strides or k, and comparisons. The block-fp8 variant folds each 128-wide
  * k block's fp32 partial sum with its activation and weight scales (DeepSeek fp8_gemm). */
 #include "gpu_dtype.h"
 #include "gpu_internal.h"
@@ -139,8 +140,8 @@ __global__ void __launch_bounds__(GM_THREADS) k_gemm_fp8(gemm8_args a)
     }
 }
 
-extern "C" mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
-                                   const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k)
+extern "C" mla_status gpu_gemm_fp8_simt(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
+                                        const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k)
 {
     if (m <= 0 || n <= 0) return MLA_OK;
     const gemm8_args a = {.xq = xq, .xs = xs, .wq = wq, .ws = ws, .y = y, .ldy = ldy, .m = m, .n = n, .k = k,
@@ -149,6 +150,16 @@ extern "C" mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const floa
     k_gemm_fp8<<<grid, GM_THREADS, 0, st>>>(a);
     MLA_HIP_LAUNCHED("k_gemm_fp8");
     return MLA_OK;
+}
+
+/* The tensor-core kernel where k is whole 128-blocks (NVIDIA); MLA_GPU_GEMM_MMA=0 (both GEMMs) or
+ * MLA_GPU_GEMM_FP8_MMA=0 (this one), read once, the SIMT one. */
+extern "C" mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
+                                   const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k)
+{
+    static const int off = gpu_env_off("MLA_GPU_GEMM_MMA") || gpu_env_off("MLA_GPU_GEMM_FP8_MMA");
+    if (!off && gpu_gemm_fp8_mma_fits(xq, wq, k)) return gpu_gemm_fp8_mma(st, xq, xs, wq, ws, y, ldy, m, n, k);
+    return gpu_gemm_fp8_simt(st, xq, xs, wq, ws, y, ldy, m, n, k);
 }
 
 /* One block of 128 threads per (row, 128-group). */

@@ -2,10 +2,9 @@
  * accumulation), gpu_gemm_bf16's default where its 16-byte copies fit (gpu_gemm_mma_fits);
  * MLA_GPU_GEMM_MMA=0 keeps the SIMT kernel.
  *
- * A block of 8 warps owns a 128 x 128 tile of Y; 32-deep k slices of X and W rows (both K-major: the
- * "row.col" MMA takes W's rows as B's columns) come in by cp.async, 4 stages, 3 slices in flight while
- * one is used. Rows are 64 bytes with their 16-byte chunks XOR-swizzled by row bits 1-2, so the 8 rows
- * an ldmatrix phase reads fall in 8 different bank groups. Each warp owns 64 x 32 of the tile.
+ * Tiles as gpu_gemm_mma.h: a block of 8 warps owns 128 x 128 of Y; 32-deep k slices of X and W rows
+ * (both K-major: the "row.col" MMA takes W's rows as B's columns) come in by cp.async, 4 stages, 3
+ * slices in flight while one is used.
  * Batch invariance: one tile shape for every call and every output's k16 steps in order from k = 0
  * (past k zero-filled), no split-K: Y[i, j] depends on X row i, W row j and k alone, not on m or on
  * which other rows share the call. Edges: rows past m / n and k past k are zero-filled copies; stores
@@ -30,65 +29,9 @@ extern "C" mla_status gpu_gemm_bf16_mma(hipStream_t st, const gpu_gemm_args *a)
 
 #else
 
-#include "gpu_mma.h"
+#include "gpu_gemm_mma.h"
 
-#define GG_BM 128
-#define GG_BN 128
-#define GG_BK 32
-#define GG_NST 4
-#define GG_THREADS 256
-#define GG_GROUP 8                             /* m-tiles a raster group (L2 reuse only) */
-#define GG_STAGE (GG_BM * GG_BK * 2)           /* bytes of one operand's slice (BM == BN) */
-#define GG_SHM (GG_NST * 2 * GG_STAGE)         /* 64 KB */
-
-/* Byte offset of 16-byte chunk c (k 8c .. 8c + 7) of row r in a slice. */
-__device__ __forceinline__ uint32_t gg_off(int r, int c) { return r * 64 + ((c ^ ((r >> 1) & 3)) << 4); }
-
-/* One operand's slice: rows [0, rows) of src (row stride ld, k from src's column, k_left of them), two
- * chunks a thread; chunks past the rows or past k are zero-filled (valid bytes 0 reads nothing, so the
- * source then points at the slice's first element, which exists). */
-__device__ __forceinline__ void gg_load(uint32_t dst, const uint16_t *src, int64_t ld, int rows, int k_left, int tid)
-{
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int e = tid + i * GG_THREADS, r = e >> 2, c = e & 3;
-        const int valid = r < rows ? 2 * max(0, min(8, k_left - 8 * c)) : 0;
-        tc_cp<16>(dst + gg_off(r, c), valid ? src + r * ld + 8 * c : src, valid);
-    }
-}
-
-/* Grid block -> output tile: GG_GROUP m-tiles down each n column in turn, so the blocks of a wave share
- * rows of X and W in L2. Which block computes a tile does not change its values. */
-__device__ __forceinline__ void gg_tile(int &tm, int &tn)
-{
-    const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = GG_GROUP * gridDim.x;
-    const int first = pid / width * GG_GROUP, size = min((int)gridDim.y - first, GG_GROUP), local = pid % width;
-    tm = first + local % size;
-    tn = local / size;
-}
-
-/* Y[o], Y[o + 1] (the second when two); pair: one 4- or 8-byte store is aligned for every even column. */
-__device__ __forceinline__ void gg_store(const gpu_gemm_args &a, int64_t o, float v0, float v1, bool two, int pair)
-{
-    if (a.y_f32) {
-        float *y = (float *)a.y + o;
-        if (two && pair) {
-            *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
-        } else {
-            y[0] = v0;
-            if (two) y[1] = v1;
-        }
-    } else {
-        uint16_t *y = (uint16_t *)a.y + o;
-        const uint16_t b0 = gd_f32_to_bf16(v0), b1 = gd_f32_to_bf16(v1); /* RNE, NaN kept: as the SIMT kernel */
-        if (two && pair) {
-            *reinterpret_cast<uint32_t *>(y) = b0 | (uint32_t)b1 << 16;
-        } else {
-            y[0] = b0;
-            if (two) y[1] = b1;
-        }
-    }
-}
+#define GG_BK 32 /* bf16 k of a slice */
 
 __global__ void __launch_bounds__(GG_THREADS, 2) k_gemm_bf16_mma(gpu_gemm_args a, int pair)
 {
@@ -105,21 +48,16 @@ __global__ void __launch_bounds__(GG_THREADS, 2) k_gemm_bf16_mma(gpu_gemm_args a
     auto issue = [&](int kt) {
         if (kt < ntk) {
             const int st = kt % GG_NST, k0 = kt * GG_BK;
-            gg_load(sx + st * GG_STAGE, x + k0, a.ldx, a.m - m0, a.k - k0, tid);
-            gg_load(sw + st * GG_STAGE, w + k0, a.ldw, a.n - n0, a.k - k0, tid);
+            gg_load(sx + st * GG_STAGE, (const uint8_t *)(x + k0), 2 * a.ldx, a.m - m0, 2 * (a.k - k0), tid);
+            gg_load(sw + st * GG_STAGE, (const uint8_t *)(w + k0), 2 * a.ldw, a.n - n0, 2 * (a.k - k0), tid);
         }
         tc_commit();
     };
 #pragma unroll
     for (int s = 0; s < GG_NST - 1; s++) issue(s);
 
-    /* ldmatrix row addresses of this lane (k16 step 0; step 1 is chunk ^ 2, i.e. byte offset ^ 32).
-     * A x4: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) = a0..a3. B x4 over W
-     * rows: (n 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15) = b0 b1 of two n-tiles. Rows of a
-     * lane differ by multiples of 16 across m-tiles and n-pairs, so the swizzle bits are the lane's. */
-    const int swz = (lane >> 1) & 3;
-    const uint32_t a_lane = (wm * 64 + (lane & 15)) * 64 + (((lane >> 4) ^ swz) << 4);
-    const uint32_t b_lane = (wn * 32 + (lane & 7) + ((lane >> 4) << 3)) * 64 + ((((lane >> 3) & 1) ^ swz) << 4);
+    uint32_t a_lane, b_lane;
+    gg_lanes(lane, wm, wn, a_lane, b_lane);
 
     float acc[4][4][4];
 #pragma unroll
@@ -137,10 +75,7 @@ __global__ void __launch_bounds__(GG_THREADS, 2) k_gemm_bf16_mma(gpu_gemm_args a
 #pragma unroll
         for (int ks = 0; ks < 2; ks++) {
             uint32_t af[4][4], bf[2][4];
-#pragma unroll
-            for (int mt = 0; mt < 4; mt++) tc_ldsm4(af[mt], ax + (a_lane ^ (ks << 5)) + mt * 16 * 64);
-#pragma unroll
-            for (int np = 0; np < 2; np++) tc_ldsm4(bf[np], bx + (b_lane ^ (ks << 5)) + np * 16 * 64);
+            gg_frags(ax, bx, a_lane, b_lane, ks, af, bf);
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -163,8 +98,8 @@ __global__ void __launch_bounds__(GG_THREADS, 2) k_gemm_bf16_mma(gpu_gemm_args a
             for (int nt = 0; nt < 4; nt++) {
                 const int col = n0 + wn * 32 + nt * 8 + 2 * t;
                 if (col < a.n)
-                    gg_store(a, ybase + (int64_t)row * a.ldy + col, acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1],
-                             col + 1 < a.n, pair);
+                    gg_store(a.y, a.y_f32, ybase + (int64_t)row * a.ldy + col, acc[mt][nt][2 * h],
+                             acc[mt][nt][2 * h + 1], col + 1 < a.n, pair);
             }
         }
 }

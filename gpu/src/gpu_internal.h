@@ -122,6 +122,13 @@ mla_status gpu_gemm_bf16_mma(hipStream_t st, const gpu_gemm_args *a);
  * [ceil(n/128), ceil(k/128)]; y [m, n] bf16 with row stride ldy. */
 mla_status gpu_gemm_fp8(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
                         const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k);
+/* Its two kernels (mla_gpu_bench --gemm times both): SIMT (any shape) and tensor cores
+ * (gpu_gemm_fp8_mma.hip, NVIDIA only: k a multiple of 128, xq and wq 16-byte aligned). */
+mla_status gpu_gemm_fp8_simt(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
+                             const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k);
+int gpu_gemm_fp8_mma_fits(const uint8_t *xq, const uint8_t *wq, int k);
+mla_status gpu_gemm_fp8_mma(hipStream_t st, const uint8_t *xq, const float *xs, const uint8_t *wq,
+                            const float *ws, uint16_t *y, int64_t ldy, int m, int n, int k);
 /* DeepSeek act_quant: 1x128 groups, amax = max(max|x|, 1e-4), s = amax / 448, code = e4m3fn(x / s). */
 mla_status gpu_act_quant(hipStream_t st, const uint16_t *x, int64_t ldx, int m, int k, uint8_t *q,
                          float *s);

@@ -60,6 +60,17 @@ __device__ __forceinline__ void tc_mma(float (&d)[4], const uint32_t (&a)[4], ui
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* d += a (16x32 e4m3fn, row) . b (32x8, col); sm_89+. Fragments as m16n8k16's with four codes a register
+ * along k: a0 (g, 4t..4t+3), a1 (g + 8, ..), a2 (g, 4t + 16..), a3 (g + 8, 4t + 16..); b0 (k 4t.., n g),
+ * b1 (k 4t + 16..). So ldmatrix's b16 pairs load them as they load bf16 (a 16-byte chunk: 16 codes). */
+__device__ __forceinline__ void tc_mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 /* Two floats -> bf16x2 (lo in the low half), round to nearest even. */
 __device__ __forceinline__ uint32_t tc_pack(float lo, float hi)
 {
