@@ -2,8 +2,8 @@
  * kernels of gpu_gemm_bf16 and of the block-fp8 gpu_gemm_fp8 on DeepSeek-V3 shapes. Each output is
  * checked on sampled elements against float64 sums of the same inputs before it is timed (device events,
  * median, 256 MiB L2 flush before each launch, as the attention rows). The mma rows also say how far they
- * are from the SIMT output (rounding: another summation order) and whether the rows of a call with m / 2
- * and m / 2 - 1 rows are bitwise those of the full call (batch invariance). FLOPs = 2 batch m n k. */
+ * are from the SIMT output (rounding: another summation order) and whether the rows of calls with m / 2,
+ * m / 2 - 1 and rows 3 .. m - 1 are bitwise those of the full call (batch invariance). FLOPs = 2 batch m n k. */
 #include "gpu_bench.h"
 #include "mla_core/rng.h"
 
@@ -174,21 +174,30 @@ static void bg_run(bench_env *env, launch_fn fn, const bg_case *c)
     BN_CHECK(hipStreamSynchronize(env->st));
 }
 
-/* The mma kernel with m / 2 and m / 2 - 1 rows (a ragged last tile) into y (poisoned first): are its
- * rows bitwise the full call's (full, on the host)? */
-static int bg_invariant(bench_env *env, bg_case c, uint16_t *y, const uint16_t *full)
+/* Batch invariance: the mma kernel over m / 2 and m / 2 - 1 rows (a ragged last tile), and over rows
+ * 3 .. m - 1 (X from row 3: every row at another place in its tiles and fragments), into y (poisoned
+ * first): are its rows bitwise the full call's (full, on the host)? */
+static int bg_invariant(bench_env *env, const bg_case *c0, uint16_t *y, const uint16_t *full)
 {
-    const int m = c.a.m;
-    const size_t row = (size_t)c.a.ldy; /* rows [0, m2) of every batch entry are the first m2 ldy elements */
-    uint16_t *h = (uint16_t *)host_alloc((size_t)(m / 2) * row * 2);
+    const int m = c0->a.m, rows[3] = {m / 2, m / 2 - 1, m - 3}, shift[3] = {0, 0, 3};
+    const size_t ld = (size_t)c0->a.ldy; /* rows [0, r) of every batch entry are the first r ldy elements */
+    uint16_t *h = (uint16_t *)host_alloc((size_t)m * ld * 2);
     int same = 1;
-    for (int d = 0; d < 2 && m / 2 - d > 0; d++) {
-        c.a.m = m / 2 - d;
+    for (int v = 0; v < 3; v++) {
+        if (rows[v] <= 0) continue;
+        bg_case c = *c0;
+        c.a.m = rows[v];
         c.a.y = y;
-        BN_CHECK(hipMemset(y, 0xff, (size_t)m * row * 2));
+        if (c.fp8) {
+            c.xq += (int64_t)shift[v] * c.a.k;
+            c.xs += (int64_t)shift[v] * (c.a.k / 128);
+        } else {
+            c.a.x += (int64_t)shift[v] * c.a.ldx;
+        }
+        BN_CHECK(hipMemset(y, 0xff, (size_t)m * ld * 2));
         bg_run(env, bg_mma, &c);
-        BN_CHECK(hipMemcpy(h, y, (size_t)c.a.m * row * 2, hipMemcpyDeviceToHost));
-        same &= !memcmp(h, full, (size_t)c.a.m * row * 2);
+        BN_CHECK(hipMemcpy(h, y, (size_t)rows[v] * ld * 2, hipMemcpyDeviceToHost));
+        same &= !memcmp(h, full + (size_t)shift[v] * ld, (size_t)rows[v] * ld * 2);
     }
     free(h);
     return same;
@@ -260,7 +269,7 @@ static int bg_shape_run(bench_env *env, const bg_shape *s, int fp8)
         }
         char vs[96];
         snprintf(vs, sizeof vs, "%zu of %zu differ, max %d ulp", differ, ny, max_ulp);
-        const int inv = bg_invariant(env, c, ys, hm);
+        const int inv = bg_invariant(env, &c, ys, hm);
         ok = worst <= 1.0 && control > 1.0;
         fails += !ok + !inv;
         bg_print(&c, "mma", time_launch(env, bg_mma, &c), worst, control, ok, vs, inv ? "bitwise equal" : "DIFFER");
@@ -286,7 +295,7 @@ int bench_gemm(bench_env *env)
            "with 1x128 (X) and 128x128 (W) block scales (batch 1 shapes); %% of %.0f TFLOP/s (cuBLAS bf16 on "
            "this H200)\n\n", CEIL_TFLOPS);
     printf("| shape | in | b | m | n | k | kernel | median us | TFLOP/s | %% of %.0f | check worst / 1 (control > 1) | "
-           "bf16 out vs simt | rows of m/2, m/2-1 |\n", CEIL_TFLOPS);
+           "bf16 out vs simt | rows of m/2, m/2-1, 3.. |\n", CEIL_TFLOPS);
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int fails = 0;
     for (int fp8 = 0; fp8 < 2; fp8++)
