@@ -29,9 +29,10 @@
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
-#   gemm    mla_gpu_bench --gemm (the SIMT and tensor-core projection GEMMs checked, then timed), then one
-#           v3-layer forward end to end (mlacheck bench, prefill of GEMM_TOKENS, default 4096, bf16 and fp8w)
-#           with each GEMM (MLA_GPU_GEMM_MMA=0 / default)
+#   gemm    mla_gpu_bench --gemm (GEMM_ARGS e.g. --quick): the projection GEMMs' SIMT and tensor-core kernels,
+#           bf16 and block fp8, checked against float64 sums, batch invariance, timed; $OUT/gemm.md. Then one
+#           v3-layer forward end to end (mlacheck bench, prefill of GEMM_TOKENS, default 4096) in each of
+#           GEMM_PROFILES (default bf16) with the SIMT GEMMs (MLA_GPU_GEMM_MMA=0) and the defaults
 # Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
@@ -81,9 +82,11 @@ if want bench; then
 fi
 if want gemm; then
     t0=$(date +%s)
-    timeout 240 ./build-gpu/gpu/mla_gpu_bench --gemm >"$OUTDIR/gemm.md" 2>&1
-    echo "gemm bench: exit $? in $(( $(date +%s) - t0 )) s"; grep -E '^\|' "$OUTDIR/gemm.md" | tail -40
-    for p in bf16 fp8w; do for v in 0 1; do
+    ./build-gpu/gpu/mla_gpu_bench --gemm ${GEMM_ARGS:-} >"$OUTDIR/gemm.md" 2>&1
+    rc=$?
+    grep -E "^\| |failed checks|mla_gpu_bench" "$OUTDIR/gemm.md"
+    echo "gemm bench: exit $rc in $(( $(date +%s) - t0 )) s"
+    for p in ${GEMM_PROFILES:-bf16}; do for v in 0 1; do
         t0=$(date +%s)
         l=$(MLA_GPU_GEMM_MMA=$v timeout 120 $M bench --engine gpu --model v3-layer --profile $p \
             --tokens "${GEMM_TOKENS:-4096}" --repeat 5 2>&1 | grep -E 'median|error|mlacheck')
