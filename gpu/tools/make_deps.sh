@@ -14,7 +14,7 @@ xz -9 -c "$(readlink -f $L/libopenblas.so.0)" >.deps/lib/libopenblas.so.0.xz
 ln -s libopenblas.so.0 .deps/lib/libopenblas.so
 cp -L $L/libquadmath.so.0 .deps/lib/
 xz -9 -c "$(readlink -f $L/libgfortran.so.5)" >.deps/lib/libgfortran.so.5.xz
-cp -r /usr/include/hdf5/serial/* .deps/hdf5/include/
+cp /usr/include/hdf5/serial/*.h .deps/hdf5/include/ # the C headers (not Fortran's .mod files): the tree's 64 MiB
 tar cJf .deps/hdf5/include.tar.xz -C .deps/hdf5 include && rm -rf .deps/hdf5/include
 cp -L $L/libsz.so.2 $L/libaec.so.0 .deps/hdf5/lib/
 xz -9 -c "$(readlink -f $L/libhdf5_serial.so.103)" >.deps/hdf5/lib/libhdf5_serial.so.103.xz
