@@ -211,31 +211,6 @@ __device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, in
     for (int ch = u % T; ch < WD_L / 8; ch += T) tc_cp<16>(d + wd_off(j, ch * 8), src + (ok ? ch * 16 : 0), ok ? 16 : 0);
 }
 
-/* Q rows [h0, h0 + n) of decode token t (dm_q's values, bf16) eight columns a step, steps i = threadIdx.x
- * + DM_THREADS k, put(r, e, the eight packed) storing each: B steps' loads issued before their stores. A
- * loop of load, pack and store kept every step's global round trip in sequence (the shared stores go
- * through generic pointers, which may alias the loads): 18 of them at 64 heads before the first S. */
-template <int B, class Put>
-__device__ __forceinline__ void dm_stage_q(const gpu_decode_args &a, const dm_geom &g, int t, int h0, int n, Put put)
-{
-    const int total = n * WD_L / 8;
-    for (int i0 = threadIdx.x; i0 < total; i0 += B * DM_THREADS) {
-        uint32_t w[B][4];
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-            const int i = i0 + b * DM_THREADS, r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                w[b][k] = i < total ? tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1)) : 0u;
-        }
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-            const int i = i0 + b * DM_THREADS;
-            if (i < total) put(i / (WD_L / 8), i % (WD_L / 8) * 8, make_uint4(w[b][0], w[b][1], w[b][2], w[b][3]));
-        }
-    }
-}
-
 #define DM_SHM_MAX 232448 /* dynamic shared memory a block may opt into on sm_90 (227 KB) */
 
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */

@@ -41,10 +41,16 @@ __device__ __forceinline__ wd_part wd_part_of(const gpu_decode_args &a)
     return p;
 }
 
-/* Q (64 heads x 576) into the swizzled tile qs by all WD_THREADS threads, 6 of a thread's 18 steps at once. */
+/* Q (64 heads x 576) into the swizzled tile qs, eight columns at a time, by all WD_THREADS threads. */
 __device__ __forceinline__ void wd_stage_q(const gpu_decode_args &a, const dm_geom &g, const wd_part &p, uint8_t *qs)
 {
-    dm_stage_q<6>(a, g, p.t, p.h0, WD_HM, [&](int r, int e, uint4 v) { *reinterpret_cast<uint4 *>(qs + wd_off(r, e)) = v; });
+    for (int i = threadIdx.x; i < WD_HM * WD_L / 8; i += WD_THREADS) {
+        const int r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, p.t, p.h0 + r, e + 2 * k), dm_q(a, g, p.t, p.h0 + r, e + 2 * k + 1));
+        *reinterpret_cast<uint4 *>(qs + wd_off(r, e)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
 }
 
 /* S (issued, not committed; sc's old values unread) of the 64 heads against 32 keys (sc[16]:

@@ -150,9 +150,13 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
             issue(k);
         tc_commit();
     }
-    dm_stage_q<5>(a, g, t, h0, 2 * NW, [&](int r, int e, uint4 v) { /* Q: 5 or 9 steps a thread */
-        *reinterpret_cast<uint4 *>(qs + r / NW * QW + e / 64 * QA + wg_sw128(r % NW, e % 64)) = v;
-    });
+    for (int i = tid; i < 2 * NW * WD_L / 8; i += DM_THREADS) { /* Q, eight columns at a time */
+        const int r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1));
+        *reinterpret_cast<uint4 *>(qs + r / NW * QW + e / 64 * QA + wg_sw128(r % NW, e % 64)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
     if (OVL) { /* tile 0 */
         step(0);
         widen_half(0);
