@@ -242,7 +242,7 @@ mla_status gpu_attn_prefill_pong(hipStream_t st, const gpu_prefill_args *a);
 int gpu_prefill_wide_on(void);
 mla_status gpu_attn_prefill_wide(hipStream_t st, const gpu_prefill_args *a);
 /* with a producer warpgroup (gpu_prefill_ws.hip, NVIDIA only): the default, MLA_GPU_PREFILL_WS=0 the
- * pipelined one, =2 with turns */
+ * pipelined one, =2 with turns, =3 persistent */
 int gpu_prefill_ws_on(void);
 mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args *a);
 

@@ -76,7 +76,7 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.0f;
-    wg_proxy_fence(); /* this thread's Q stores (pw_block) before the wgmmas' reads */
+    wg_proxy_fence(); /* this thread's Q copies (pw_stage_q, waited) before the wgmmas' reads */
     if (COPY) __syncthreads(); /* Q written, the barriers initialized, the previous part's turns done */
     else if (QWG) wg_bar_sync(PR_QWG + wg, 128);
     else wg_bar_sync(PR_QBAR, PW_THREADS); /* Q written by both consumer warpgroups */
