@@ -31,7 +31,8 @@
 #           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
 #   gemm    mla_gpu_bench --gemm (GEMM_ARGS e.g. --quick): the projection GEMMs' SIMT and tensor-core kernels,
 #           bf16 and block fp8, checked against float64 sums, batch invariance, timed; $OUT/gemm.md. Then one
-#           v3-layer forward end to end (mlacheck bench, prefill of GEMM_TOKENS, default 4096) in each of
+#           v3-layer forward end to end (mlacheck bench --attn tc, prefill of GEMM_TOKENS, default 4096, and 32
+#           decode steps) in each of
 #           GEMM_PROFILES (default bf16) with the SIMT GEMMs (MLA_GPU_GEMM_MMA=0) and the defaults
 # Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
@@ -88,8 +89,8 @@ if want gemm; then
     echo "gemm bench: exit $rc in $(( $(date +%s) - t0 )) s"
     for p in ${GEMM_PROFILES:-bf16}; do for v in 0 1; do
         t0=$(date +%s)
-        l=$(MLA_GPU_GEMM_MMA=$v timeout 120 $M bench --engine gpu --model v3-layer --profile $p \
-            --tokens "${GEMM_TOKENS:-4096}" --repeat 5 2>&1 | grep -E 'median|error|mlacheck')
+        l=$(MLA_GPU_GEMM_MMA=$v timeout 120 $M bench --engine gpu --attn tc --model v3-layer --profile $p \
+            --tokens "${GEMM_TOKENS:-4096}" --decode 32 --repeat 5 2>&1 | grep -E 'median|decode:|error|mlacheck' | tr '\n' ' ')
         echo "v3-layer forward, $p, MLA_GPU_GEMM_MMA=$v: ${l:-(no line)} ($(( $(date +%s) - t0 )) s)"
     done; done
 fi

@@ -28,14 +28,14 @@ static int cmp_double(const void *a, const void *b)
 
 int cli_bench(int argc, char **argv)
 {
-    const char *model = "v3-layer", *profile = "fp64", *engine = "ref";
+    const char *model = "v3-layer", *profile = "fp64", *engine = "ref", *attn = "exact";
     int ntok = 1024, ndec = 0, repeat = 1, kernels = 0, quick = 0, forward_opts = 0;
     const char *results = NULL;
     cli_parser p;
     cli_parser_init(&p, "bench", argc, argv);
     for (int c; (c = cli_next(&p));) {
         if (c < 0) return p.exit;
-        forward_opts += strchr("mnpedr", c) != NULL;
+        forward_opts += strchr("mnpedra", c) != NULL;
         switch (c) {
         case 'm': model = optarg; break;
         case 'n': if (cli_parse_int("bench", "--tokens", optarg, 1, 1 << 20, &ntok)) return CLI_EXIT_USAGE; break;
@@ -43,6 +43,7 @@ int cli_bench(int argc, char **argv)
         case 'e': engine = optarg; break;
         case 'd': if (cli_parse_int("bench", "--decode", optarg, 0, 1 << 20, &ndec)) return CLI_EXIT_USAGE; break;
         case 'r': if (cli_parse_int("bench", "--repeat", optarg, 1, 100, &repeat)) return CLI_EXIT_USAGE; break;
+        case 'a': attn = optarg; break;
         case 'K': kernels = 1; break;
         case 'Q': quick = 1; break;
         case 'o': results = optarg; break;
@@ -68,6 +69,11 @@ int cli_bench(int argc, char **argv)
         fprintf(stderr, "mlacheck bench: expected --tokens >= 1, --decode >= 0, --repeat 1..100, a known --profile\n");
         return CLI_EXIT_USAGE;
     }
+    if (strcmp(attn, "exact") && strcmp(attn, "tc")) {
+        fprintf(stderr, "mlacheck bench: --attn %s: expected exact or tc\n", attn);
+        return CLI_EXIT_USAGE;
+    }
+    ro.attn_tc = !strcmp(attn, "tc");
     double t0 = now_s();
     mla_model *m;
     mla_status st = mla_model_open(model, &m);
@@ -88,8 +94,8 @@ int cli_bench(int argc, char **argv)
     double *pre = malloc((size_t)repeat * sizeof *pre), dec_total = 0;
     uint64_t s = 42;
     for (int i = 0; tok && i < ntok + ndec; i++) tok[i] = (int32_t)mla_rng_below(&s, (uint64_t)cfg->vocab_size);
-    printf("bench: %s on %s, profile %s, %d prefill tokens%s (setup %.2f s)\n", engine, model, profile, ntok,
-           ndec ? " + decode" : "", now_s() - t0);
+    printf("bench: %s on %s, profile %s, attention %s, %d prefill tokens%s (setup %.2f s)\n", engine, model, profile,
+           attn, ntok, ndec ? " + decode" : "", now_s() - t0);
     int32_t id = 0, past = 0, nnew = ntok;
     for (int r = 0; r < repeat && !st; r++) {
         past = 0;

@@ -90,6 +90,9 @@ static const cli_opt bench_opts[] = {
     {"engine", 'e', 0, CLI_NAME, "ENGINE", "ref, gpu or plugin:PATH.so (default ref)"},
     {"decode", 'd', 0, CLI_INT, "N", "decode steps after the prefill (default 0)"},
     {"repeat", 'r', 0, CLI_INT, "N", "prefill runs, the median is printed (default 1)"},
+    {"attn", 'a', 0, CLI_NAME, "exact|tc",
+     "attention numerics (default exact); tc: the GPU engine's tensor-core kernels (P rounded to bf16 per key "
+     "tile, as production kernels; refused where they cannot run), the reference emulating them"},
     {"kernels", 'K', 0, CLI_FLAG, NULL,
      "instead: the GPU attention kernels on performance.md's workloads (mla_gpu_bench, each checked against "
      "float64 first), torch eager / SDPA at the same shapes when torch is there, the roofline fractions"},

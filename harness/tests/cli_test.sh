@@ -106,6 +106,10 @@ bad-input)
     done
     expect_code 2 "$MLA" run --suite ci --kv-splits 2x
     expect_code 2 "$MLA" bench --tokens 0
+    expect_code 2 "$MLA" bench --attn fast
+    grep -q -- "--attn fast: expected exact or tc" "$TMP/out" || fail "bench --attn: $(cat "$TMP/out")"
+    expect_code 0 "$MLA" bench --model tiny-v3 --profile bf16 --attn tc --tokens 8 --decode 1
+    grep -q "attention tc" "$TMP/out" || fail "bench --attn tc not reported: $(cat "$TMP/out")"
     expect_code 2 "$MLA" sweep --step abc
     for t in "1,2," "1,,2" ",1" "+1" " 1"; do expect_code 2 "$MLA" dump --model tiny-v3 --tokens "$t" --out "$TMP/x.h5"; done
     # a prefill covering the whole prompt would run no decode step under a dump saying "decode"
