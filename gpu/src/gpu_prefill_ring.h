@@ -64,10 +64,14 @@ __device__ __forceinline__ void pr_fill(const gpu_prefill_args &a, int h, int ba
  * does. TURNS 1: the warpgroups take turns at the tensor cores (warpgroup 0 first; warpgroup 1 hands no
  * turn back after its tail, so each barrier sees as many arrivals as waits). Leaves the normalized
  * output in o and the part's LSE (natural) in lse; numerics as the pipe kernel's, bit for bit. QWG 1: each
- * warpgroup staged its own Q rows (pw_item<1>), so it waits for its own threads only. */
-template <int COPY, int TURNS, int QWG = 0>
+ * warpgroup staged its own Q rows (pw_item<1>), so it waits for its own threads only. after_s() runs once
+ * this warpgroup's last S of the part has completed (every thread of it calls it: Q is no longer read). */
+struct pr_no_hook {
+    __device__ void operator()() const {}
+};
+template <int COPY, int TURNS, int QWG = 0, class Hook = pr_no_hook>
 __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base, int nk, int causal, int row0,
-                        uint8_t *qs, uint8_t *kst, int t0, float (&o)[64], float (&lse)[2])
+                        uint8_t *qs, uint8_t *kst, int t0, float (&o)[64], float (&lse)[2], Hook after_s = Hook())
 {
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int wg = wg_index();
@@ -115,6 +119,7 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         turn_pass(0);
         wg_wait<0>();
         wg_mb_arrive(r.kfree + 8 * (t0 % PW_RNK));
+        if (ntiles == 1) after_s();
         wg_fence_operand(s);
         pw_softmax_tile(s, m, l, corr, s_mul, 0, vis_all, r0, tq, nk, causal, a.causal_plus);
         pw_pack(s, pa);
@@ -132,6 +137,7 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         turn_pass(k);
         wg_wait<1>(); /* S(k) done, P V(k - 1) runs on */
         wg_mb_arrive(r.kfree + 8 * (t % PW_RNK));
+        if (k == ntiles - 1) after_s();
         wg_fence_operand(s);
         pw_softmax_tile(s, m, l, corr, s_mul, k, vis_all, r0, tq, nk, causal, a.causal_plus);
         wg_wait<0>(); /* P V(k - 1) done: O, the previous P and V(t - 1) are free */

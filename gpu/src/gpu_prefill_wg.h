@@ -192,8 +192,8 @@ __device__ __forceinline__ void pw_finish(float (&o)[64], const float (&m)[2], f
 /* Q rows [r0, r0 + n) of the query tile at row0 (sequence s, head h) into the swizzled tile qs, zero past
  * the new tokens, by the nthr threads numbered lt: all of a thread's copies in flight at once (loads then
  * stores kept ~6 global round trips in sequence: 6% of the ws kernel's stall samples at P1 s 4096, ncu
- * 2026-12-04, more of a short sequence's). No tile copy of the calling thread may be pending. */
-__device__ __forceinline__ void pw_stage_q(const gpu_prefill_args &a, const gpu_seq &s, int h, int row0, uint8_t *qs,
+ * 2026-12-04, more of a short sequence's), one commit group. */
+__device__ __forceinline__ void pw_issue_q(const gpu_prefill_args &a, const gpu_seq &s, int h, int row0, uint8_t *qs,
                                            int r0, int n, int lt, int nthr)
 {
     for (int i = lt; i < n * PW_QK / 8; i += nthr) {
@@ -203,21 +203,29 @@ __device__ __forceinline__ void pw_stage_q(const gpu_prefill_args &a, const gpu_
         tc_cp<16>(tc_smem(qs + c / 8 * PW_QATOM + wg_sw128(row, (c % 8) * 8)), src, tok < s.n_new ? 16 : 0);
     }
     tc_commit();
+}
+/* ... and waited for */
+__device__ __forceinline__ void pw_stage_q(const gpu_prefill_args &a, const gpu_seq &s, int h, int row0, uint8_t *qs,
+                                           int r0, int n, int lt, int nthr)
+{
+    pw_issue_q(a, s, h, row0, qs, r0, n, lt, nthr);
     tc_wait<0>();
 }
 
 /* The query tile at row0 (< the sequence's n_new) of sequence y, head h, around a part function
  * part(h, base, nk, causal, row0, qs, kst, o, lse) that attends keys [0, nk) at workspace rows base + key
  * and leaves the normalized output and the LSE: Q into shared memory (QWG 1: each warpgroup its own 64
- * rows, so one may restage while the other still reads its rows; 0: by all 256 threads), the new part
- * (causal), then the cached context and the merge when there is one, then the store. */
+ * rows, so one may restage while the other still reads its rows; 2: those rows already issued by this
+ * thread (pw_issue_q), only waited for; 0: by all 256 threads; no tile copy of the thread pending), the new
+ * part (causal), then the cached context and the merge when there is one, then the store. */
 template <int QWG, class Part>
 __device__ __forceinline__ void pw_item(const gpu_prefill_args &a, uint8_t *qs, int y, int h, int row0, Part part)
 {
     uint8_t *kst = qs + PW_QT;
     const gpu_seq s = a.seqs[y];
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    if (QWG) pw_stage_q(a, s, h, row0, qs, 64 * wg, 64, tid % 128, 128);
+    if (QWG == 2) tc_wait<0>();
+    else if (QWG) pw_stage_q(a, s, h, row0, qs, 64 * wg, 64, tid % 128, 128);
     else pw_stage_q(a, s, h, row0, qs, 0, PW_BM, tid, PW_THREADS);
 
     /* new part: keys = new tokens up to the block's last row (+ causal_plus) */

@@ -88,6 +88,19 @@ __device__ __forceinline__ bool wsp_tile(const gpu_prefill_args &a, int i, int n
     return row0 < a.seqs[y].n_new;
 }
 
+/* The next query tile of this block at or after i that has rows (n when none). */
+__device__ __forceinline__ int wsp_next(const gpu_prefill_args &a, int i, int n, int nbx, int &y, int &h, int &row0)
+{
+    while (i < n && !wsp_tile(a, i, nbx, y, h, row0)) i += gridDim.x;
+    return i;
+}
+
+/* PREQ 1 (MLA_GPU_PREFILL_WS=4): each consumer warpgroup issues the next query tile's Q rows as soon as
+ * its last S of this tile has completed (pr_part's after_s, behind a warpgroup barrier: every warp's S
+ * reads done), so their round trip runs under the last softmax, P V and store instead of before the next
+ * tile's first S (b16 s 1024: ~5.6 us a query tile of fixed cost against 1.24 us a key tile,
+ * gpu/bench/KERNELS.md); PREQ 0 stages Q at the start of each tile (=3, measured). */
+template <int PREQ>
 __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_wsp(gpu_prefill_args a, float s_mul, int nbx)
 {
     extern __shared__ uint8_t ws_mem[];
@@ -106,22 +119,48 @@ __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_wsp(gpu_prefill_
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     const int wg = wg_index();
-    for (int i = blockIdx.x; i < n; i += gridDim.x) {
-        if (!wsp_tile(a, i, nbx, y, h, row0)) continue;
-        wg_bar_sync(PR_QWG + wg, 128); /* the warpgroup's reads of its Q rows (the last tile's S) done */
-        pw_item<1>(a, qs, y, h, row0, [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_, uint8_t *kst_,
-                                         float(&o)[64], float(&lse)[2]) {
-            pr_part<0, 0, 1>(a, s_mul, h_, base, nk, causal, r0, qs_, kst_, t, o, lse);
-            t += (nk + PW_BN - 1) / PW_BN;
-        });
+    auto body = [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_, uint8_t *kst_, float(&o)[64],
+                    float(&lse)[2], auto after_s) {
+        pr_part<0, 0, 1>(a, s_mul, h_, base, nk, causal, r0, qs_, kst_, t, o, lse, after_s);
+        t += (nk + PW_BN - 1) / PW_BN;
+    };
+    if constexpr (!PREQ) {
+        for (int i = blockIdx.x; i < n; i += gridDim.x) {
+            if (!wsp_tile(a, i, nbx, y, h, row0)) continue;
+            wg_bar_sync(PR_QWG + wg, 128); /* the warpgroup's reads of its Q rows (the last tile's S) done */
+            pw_item<1>(a, qs, y, h, row0, [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_,
+                                              uint8_t *kst_, float(&o)[64], float(&lse)[2]) {
+                body(h_, base, nk, causal, r0, qs_, kst_, o, lse, pr_no_hook());
+            });
+        }
+    } else {
+        for (int i = wsp_next(a, blockIdx.x, n, nbx, y, h, row0), first = 1; i < n; first = 0) {
+            const int j = wsp_next(a, i + gridDim.x, n, nbx, y, h, row0); /* (y, h, row0) recomputed from i below */
+            auto prefetch = [&]() { /* the next tile's rows of this warpgroup, once its S reads are done */
+                int y2, h2, row2;
+                if (j >= n || !wsp_tile(a, j, nbx, y2, h2, row2)) return;
+                wg_bar_sync(PR_QWG + wg, 128);
+                pw_issue_q(a, a.seqs[y2], h2, row2, qs, 64 * wg, 64, threadIdx.x % 128, 128);
+            };
+            wsp_tile(a, i, nbx, y, h, row0);
+            const int last_new = a.seqs[y].n_past == 0; /* the new part is the tile's last */
+            auto part = [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_, uint8_t *kst_, float(&o)[64],
+                            float(&lse)[2]) {
+                if (!causal || last_new) body(h_, base, nk, causal, r0, qs_, kst_, o, lse, prefetch);
+                else body(h_, base, nk, causal, r0, qs_, kst_, o, lse, pr_no_hook());
+            };
+            if (first) pw_item<1>(a, qs, y, h, row0, part);
+            else pw_item<2>(a, qs, y, h, row0, part);
+            i = j;
+        }
     }
 }
 
 /* This kernel where the pipe kernel fits (read once): 1 unless MLA_GPU_PREFILL_WS=0 (the pipe kernel),
- * 2 with MLA_GPU_PREFILL_WS=2 (the turns), 3 the persistent form. */
+ * 2 with MLA_GPU_PREFILL_WS=2 (the turns), 3 the persistent form, 4 that with Q prefetched. */
 extern "C" int gpu_prefill_ws_on(void)
 {
-    static const int sw = gpu_env_switch("MLA_GPU_PREFILL_WS", 3);
+    static const int sw = gpu_env_switch("MLA_GPU_PREFILL_WS", 4);
     static const int on = gpu_env_off("MLA_GPU_PREFILL_WS") ? 0 : sw > 1 ? sw : 1;
     return on;
 }
@@ -140,7 +179,7 @@ template <int TURNS> static mla_status ws_launch(hipStream_t st, const gpu_prefi
     return MLA_OK;
 }
 
-static mla_status wsp_launch(hipStream_t st, const gpu_prefill_args *a)
+template <int PREQ> static mla_status wsp_launch(hipStream_t st, const gpu_prefill_args *a)
 {
     static int n_sm = 0;
     if (!n_sm) {
@@ -148,14 +187,14 @@ static mla_status wsp_launch(hipStream_t st, const gpu_prefill_args *a)
         hipDeviceProp_t p;
         MLA_HIP_CHECK(hipGetDevice(&dev));
         MLA_HIP_CHECK(hipGetDeviceProperties(&p, dev));
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_prefill_wsp),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_prefill_wsp<PREQ>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, PW_RSHM));
         n_sm = p.multiProcessorCount;
     }
     const int nbx = (a->max_new + PW_BM - 1) / PW_BM;
     const int64_t n = (int64_t)nbx * a->n_seqs * a->h;
     if (n <= 0) return MLA_OK;
-    k_attn_prefill_wsp<<<(int)(n < n_sm ? n : n_sm), WS_THREADS, PW_RSHM, st>>>(*a, a->scale * 1.4426950408889634f, nbx);
+    k_attn_prefill_wsp<PREQ><<<(int)(n < n_sm ? n : n_sm), WS_THREADS, PW_RSHM, st>>>(*a, a->scale * 1.4426950408889634f, nbx);
     MLA_HIP_LAUNCHED("k_attn_prefill_wsp");
     return MLA_OK;
 }
@@ -166,7 +205,8 @@ extern "C" mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: warp-specialized wgmma prefill: needs P 128, R 64, V 128 (have %d, %d, %d)",
                           a->p, a->r, a->v);
     const int on = gpu_prefill_ws_on();
-    return on == 3 ? wsp_launch(st, a) : on == 2 ? ws_launch<1>(st, a) : ws_launch<0>(st, a);
+    if (on >= 3) return on == 4 ? wsp_launch<1>(st, a) : wsp_launch<0>(st, a);
+    return on == 2 ? ws_launch<1>(st, a) : ws_launch<0>(st, a);
 }
 
 #endif
