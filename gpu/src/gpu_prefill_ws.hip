@@ -6,7 +6,7 @@
  * rows each) only compute, with 224 registers, and never wait for each other within a part: a tile is
  * ready when its full[] phase completes, and a consumer frees K(t) after S(t) and V(t) after P V(t)
  * (kfree[], vfree[]: 256 arrivals). The default wgmma prefill since 2026-12-04 (bit-identical to the
- * pipe kernel, 1.11-1.21x it on P1, H200, gpu/bench/KERNELS.md "ws v1"); MLA_GPU_PREFILL_WS=0 gives the
+ * pipe kernel, 1.12-1.21x it on P1, H200, gpu/bench/KERNELS.md "ws v1"); MLA_GPU_PREFILL_WS=0 gives the
  * pipe kernel, =2 adds gpu_prefill_pong.hip's turns of the consumers at the tensor cores (slower), =3
  * the persistent form below (slower but at b16 s 1024).
  *
