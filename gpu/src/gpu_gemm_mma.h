@@ -8,19 +8,8 @@
 #define MLA_GPU_GEMM_MMA_H
 
 #include "gpu_dtype.h"
+#include "gpu_gemm_tile.h"
 #include "gpu_mma.h"
-
-#define GG_BM 128
-#define GG_BN 128
-#define GG_ROW 64 /* bytes of a slice row */
-#define GG_NST 4
-#define GG_THREADS 256
-#define GG_GROUP 8                     /* m-tiles a raster group (L2 reuse only) */
-#define GG_STAGE (GG_BM * GG_ROW)      /* bytes of one operand's slice (BM == BN) */
-#define GG_SHM (GG_NST * 2 * GG_STAGE) /* 64 KB */
-
-/* Byte offset of 16-byte chunk c of row r in a slice. */
-__device__ __forceinline__ uint32_t gg_off(int r, int c) { return r * 64 + ((c ^ ((r >> 1) & 3)) << 4); }
 
 /* One operand's slice: rows [0, rows) of src (ld bytes apart; left bytes of k from src's column), two
  * chunks a thread; chunks past the rows or past k are zero-filled (valid bytes 0 reads nothing, so the
@@ -29,31 +18,15 @@ __device__ __forceinline__ void gg_load(uint32_t dst, const uint8_t *src, int64_
 {
 #pragma unroll
     for (int i = 0; i < 2; i++) {
-        const int e = tid + i * GG_THREADS, r = e >> 2, c = e & 3;
-        const int valid = r < rows ? max(0, min(16, left - 16 * c)) : 0;
+        const int e = tid + i * GG_THREADS, r = e >> 2, c = e & 3, valid = gg_valid(r, c, rows, left);
         tc_cp<16>(dst + gg_off(r, c), valid ? src + r * ld + 16 * c : src, valid);
     }
 }
 
-/* Grid block -> output tile: GG_GROUP m-tiles down each n column in turn, so the blocks of a wave share
- * rows of X and W in L2. Which block computes a tile does not change its values. */
+/* This block's output tile (gg_tile_of). */
 __device__ __forceinline__ void gg_tile(int &tm, int &tn)
 {
-    const int pid = blockIdx.y * gridDim.x + blockIdx.x, width = GG_GROUP * gridDim.x;
-    const int first = pid / width * GG_GROUP, size = min((int)gridDim.y - first, GG_GROUP), local = pid % width;
-    tm = first + local % size;
-    tn = local / size;
-}
-
-/* ldmatrix row addresses of a lane for k step 0 (step 1 is chunk ^ 2: byte offset ^ 32). A x4: matrices
- * (rows 0-7, chunk lo), (8-15, lo), (0-7, hi), (8-15, hi) = a0..a3; B x4 over W rows: (n 0-7, lo),
- * (0-7, hi), (8-15, lo), (8-15, hi) = b0 b1 of two n-tiles. A lane's rows differ by multiples of 16
- * across m-tiles and n-pairs, so its swizzle bits are its own. */
-__device__ __forceinline__ void gg_lanes(int lane, int wm, int wn, uint32_t &a, uint32_t &b)
-{
-    const int swz = (lane >> 1) & 3;
-    a = (wm * 64 + (lane & 15)) * 64 + (((lane >> 4) ^ swz) << 4);
-    b = (wn * 32 + (lane & 7) + ((lane >> 4) << 3)) * 64 + ((((lane >> 3) & 1) ^ swz) << 4);
+    gg_tile_of(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, tm, tn);
 }
 
 /* The warp's fragments of k step ks from the stage at ax (X) and bx (W): 4 m-tiles, 2 pairs of n-tiles. */
