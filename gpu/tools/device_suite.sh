@@ -32,8 +32,8 @@
 #   gemm    mla_gpu_bench --gemm (GEMM_ARGS e.g. --quick): the projection GEMMs' SIMT and tensor-core kernels,
 #           bf16 and block fp8, checked against float64 sums, batch invariance, timed; $OUT/gemm.md. Then one
 #           v3-layer forward end to end (mlacheck bench --attn tc, prefill of GEMM_TOKENS, default 4096, and 32
-#           decode steps) in each of
-#           GEMM_PROFILES (default bf16) with the SIMT GEMMs (MLA_GPU_GEMM_MMA=0) and the defaults
+#           decode steps) in each of GEMM_PROFILES (default bf16) with the SIMT GEMMs (MLA_GPU_GEMM_MMA=0) and
+#           the defaults
 # Reports come back as $OUT/gpu-report.tgz, the benchmark tables as $OUT/bench.md, bench.tsv, torch.tsv. Run from the
 # repository root through the device tool, carry [".deps"] (make it first with gpu/tools/make_deps.sh).
 set -u -o pipefail
