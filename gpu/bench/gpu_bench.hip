@@ -515,11 +515,13 @@ static void print_row(FILE *f, const result_row *r)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N | --only-prefill N] [--tsv FILE]\n"
+    fprintf(stderr, "usage: mla_gpu_bench [--quick] [--kernels first,tiled,mma] [--only N | --only-prefill N] [--reps N]\n"
+                    "                     [--tsv FILE]\n"
                     "       mla_gpu_bench --gemm [--quick]\n"
                     "  times the GPU attention kernels on the performance.md workloads (see gpu/NOTES.md);\n"
                     "  --kernels: decode kernels to time (default mma), --only: decode workload N alone (profiling),\n"
                     "  --only-prefill: P1 workload N alone on the mma prefill kernel,\n"
+                    "  --reps: timed launches a row (default 20, --quick 5; 1 under a sanitizer),\n"
                     "  --tsv: every row as tab-separated values,\n"
                     "  --gemm: the projection GEMMs (SIMT and tensor-core kernels) on DeepSeek-V3 shapes instead\n");
 }
@@ -535,7 +537,7 @@ static void write_tsv(FILE *f, const result_row *r, int n)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, only = -1, only_p = -1, want[3] = {0, 0, 1}, gemm = 0;
+    int quick = 0, only = -1, only_p = -1, want[3] = {0, 0, 1}, gemm = 0, reps = 0;
     const char *tsv = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
@@ -546,6 +548,8 @@ int main(int argc, char **argv)
             only = atoi(argv[++i]); /* one decode workload (its row of dw), no prefill: for profilers */
         } else if (!strcmp(argv[i], "--only-prefill") && i + 1 < argc) {
             only_p = atoi(argv[++i]); /* one P1 workload (its row of p1), mma prefill only, no decode */
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            reps = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
             tsv = argv[++i];
         } else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) {
@@ -576,7 +580,7 @@ int main(int argc, char **argv)
     hipDeviceProp_t p;
     BN_CHECK(hipGetDeviceProperties(&p, 0));
     env.n_sm = p.multiProcessorCount;
-    env.reps = quick ? (gemm ? 10 : 5) : 20; /* --gemm: a median of at least 10 */
+    env.reps = reps ? reps : quick ? (gemm ? 10 : 5) : 20; /* --gemm: a median of at least 10 */
     env.flush_bytes = (size_t)256 << 20;
     env.flush = dev_alloc(env.flush_bytes);
     BN_CHECK(hipStreamCreate(&env.st));
@@ -613,7 +617,7 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
     int saved_reps = env.reps;
-    env.reps = quick ? 3 : 5; /* prefill launches take up to seconds */
+    env.reps = reps ? reps : quick ? 3 : 5; /* prefill launches take up to seconds */
     static const int p1[][3] = {{1, 4096, 128}, {1, 8192, 128}, {16, 1024, 128}, {1, 16384, 128},
                                 {4, 4096, 128},  {1, 8192, 64},   {1, 8192, 16}}; /* P1 (b, s, h) */
     for (int k = 0; k < (only >= 0 ? 0 : quick ? 1 : 7); k++)

@@ -102,7 +102,7 @@ __device__ __forceinline__ float2 dm_e4m3x2(uint32_t two)
 
 /* Four e4m3fn codes (w, low byte first) times 2^-120 mul -> four bf16 (lo: codes 0 and 1), exactly, on
  * the integer and bf16 pipes instead of dm_e4m3x2's f16 and f32 conversions (a quarter of the rate;
- * alone this gained nothing on the H200, 2026-12-02: the addressing around it cost more, see wt_widen):
+ * alone this gained nothing on the H200, 2026-12-02: the addressing around it cost more, see dm_widen_e4m3):
  * each code's sign goes to bit 15 and its 7 magnitude bits under the bf16 exponent field, which gives
  * the code's value times 2^-120 (subnormal codes become bf16 subnormals); one bf16 multiply by mul =
  * 2^120 x scale rebiases and scales it (the exact product, rounded once: as rebiasing exactly first and
@@ -197,6 +197,41 @@ __device__ void dm_widen(const gpu_kv_desc &kv, const dm_geom &g, const uint8_t 
 /* Byte offset of element (r, e) of a 64 x 576 swizzled tile. */
 __device__ __forceinline__ int wd_off(int r, int e) { return e / 64 * WD_ATOM + wg_sw128(r, e % 64); }
 
+/* NK raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and the bf16
+ * rope; else 576 codes of per-tensor fp8) -> the first NK rows at kb of a swizzled bf16 tile, rows at or
+ * past n zero, by NT threads (u = 0 .. NT - 1): dm_widen with every offset known at compile time and a
+ * tile scale read once per 128 codes (dm_widen's per-chunk addressing and branches made fp8 decode
+ * issue-bound, ~10 instructions a code: ncu 2026-12-02). Thread: row u / T, eight-column chunks u % T +
+ * T k (T = NT / NK threads a row, a divisor of 8), chunk c in atom c / 8 at chunk c % 8 ^ row % 8.
+ * Values as dm_widen's, bit for bit. */
+template <int DS, int NK, int NT = DM_THREADS>
+__device__ __forceinline__ void dm_widen_e4m3(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n,
+                                              unsigned u = threadIdx.x)
+{
+    constexpr int T = NT / NK, NCH = WD_L / 8 / T; /* threads a row, chunks a thread */
+    static_assert(8 % T == 0, "a thread's chunks k and k + 8 / T share an atom");
+    const int j = u / T, q = u % T;
+    uint8_t *dst = kb + j * WG_ATOM_ROW;
+    auto at = [&](int k) { return dst + T * k / 8 * WD_ATOM + ((q + T * k % 8) ^ (j % 8)) * 16; };
+    if (j >= n) {
+#pragma unroll
+        for (int k = 0; k < NCH; k++) *reinterpret_cast<uint4 *>(at(k)) = make_uint4(0, 0, 0, 0);
+        return;
+    }
+    const uint8_t *row = raw + (size_t)j * rb;
+    constexpr int NCODE = (DS ? WD_C : WD_L) / 8 / T;
+#pragma unroll
+    for (int k = 0; k < NCODE; k++) {
+        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * (q + T * k));
+        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (T * k / 16)) : 1.0f;
+        *reinterpret_cast<uint4 *>(at(k)) = dm_e4m3x8_bf16(w, sc);
+    }
+    if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
+#pragma unroll
+        for (int k = NCODE; k < NCH; k++)
+            *reinterpret_cast<uint4 *>(at(k)) = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * (q + T * k) - WD_C));
+}
+
 /* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies)
  * by NT threads, u = 0 .. NT - 1 (DM_THREADS: the block; 128: one warpgroup): row u / T, 16-byte chunks
  * u % T + T i of its 72 (T = NT / 64 threads a row); rows at or past end zero-filled (P . V never meets
@@ -219,5 +254,8 @@ mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm
 /* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in fp8. */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
+/* Its warp-specialized fp8 form (gpu_decode_wf.hip): an e4m3fn cache, up to 32 heads; wt dispatches to it. */
+int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h);
+mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 
 #endif

@@ -13,7 +13,7 @@
  *                    8 chunks of 64 output dims x 4 k16 steps, V^T read M-major (the transpose bit)
  *                    from the same cache tile
  * bf16 tiles land by cp.async in 2 stages; fp8 rows land raw in NST stages and are widened, exactly,
- * into the one bf16 tile (wt_widen; e4m3fnuz by dm_widen) before the tile's MMAs, which is what bounds
+ * into the one bf16 tile (dm_widen_e4m3; e4m3fnuz by dm_widen) before the tile's MMAs, which is what bounds
  * fp8 (gpu/bench/KERNELS.md). MLA_GPU_DECODE_WT_OVL=1 (fp8 up to 32 heads): two bf16 tiles, and tile
  * i + 1 is widened while the wgmmas of tile i run, its first 32 rows during S^T, the rest during PV;
  * raw rows land in a ring of NST half tiles (32 rows), since two bf16 tiles leave no room for full raw
@@ -47,38 +47,6 @@ __device__ __forceinline__ void wt_bar(int w) { wg_bar_sync(1 + w, 128); }
  * column 8 j + 2 q + e % 2; slot ci = 2 j + e % 2. */
 __device__ __forceinline__ int wt_col(int ci, int tq) { return 8 * (ci / 2) + 2 * tq + ci % 2; }
 
-/* NK (64 or 32) raw e4m3fn rows of DeepSeek's layouts (DS: fp8_ds_mla's 512 codes, 4 tile scales and
- * the bf16 rope; else 576 codes of per-tensor fp8) -> the first NK rows at kb of a swizzled bf16 tile,
- * rows at or past n zero: dm_widen with every offset known at compile time and a tile scale read once
- * per 128 codes (dm_widen's per-chunk addressing and branches made fp8 decode issue-bound, ~10
- * instructions a code: ncu 2026-12-02). Thread: row tid / T, eight-column chunks tid % T + T k (T =
- * 256 / NK), chunk c in atom c / 8 at chunk c % 8 ^ row % 8. Values as dm_widen's, bit for bit. */
-template <int DS, int NK>
-__device__ __forceinline__ void wt_widen(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n)
-{
-    constexpr int T = DM_THREADS / NK, NCH = WD_L / 8 / T; /* threads a row, chunks a thread */
-    const int j = threadIdx.x / T, q = threadIdx.x % T;
-    uint8_t *dst = kb + j * WG_ATOM_ROW;
-    auto at = [&](int k) { return dst + T * k / 8 * WD_ATOM + ((q + T * k % 8) ^ (j % 8)) * 16; };
-    if (j >= n) {
-#pragma unroll
-        for (int k = 0; k < NCH; k++) *reinterpret_cast<uint4 *>(at(k)) = make_uint4(0, 0, 0, 0);
-        return;
-    }
-    const uint8_t *row = raw + (size_t)j * rb;
-    constexpr int NCODE = (DS ? WD_C : WD_L) / 8 / T;
-#pragma unroll
-    for (int k = 0; k < NCODE; k++) {
-        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * (q + T * k));
-        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (T * k / 16)) : 1.0f;
-        *reinterpret_cast<uint4 *>(at(k)) = dm_e4m3x8_bf16(w, sc);
-    }
-    if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
-#pragma unroll
-        for (int k = NCODE; k < NCH; k++)
-            *reinterpret_cast<uint4 *>(at(k)) = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * (q + T * k) - WD_C));
-}
-
 /* NK raw rows -> rows [0, NK) of the bf16 tile at kb by the cache's codec (e4m3fnuz: dm_widen). */
 template <int NK>
 __device__ __forceinline__ void wt_widen_any(const gpu_decode_args &a, const dm_geom &g, const uint8_t *rs, uint8_t *kb, int n)
@@ -86,9 +54,9 @@ __device__ __forceinline__ void wt_widen_any(const gpu_decode_args &a, const dm_
     if (a.kv.codec.fp8_fnuz) /* e4m3fnuz (no hardware conversion): the general path */
         dm_widen<NK>(a.kv, g, rs, kb, n, [](int j, int e) { return wd_off(j, e); });
     else if (a.kv.codec.format == MLA_KV_FP8_DS)
-        wt_widen<1, NK>(rs, g.rb, kb, n);
+        dm_widen_e4m3<1, NK>(rs, g.rb, kb, n);
     else
-        wt_widen<0, NK>(rs, g.rb, kb, n);
+        dm_widen_e4m3<0, NK>(rs, g.rb, kb, n);
 }
 
 /* OVL (fp8 only): NST raw stages of 32 rows and two bf16 tiles, tile i + 1 widened during tile i's wgmmas. */
@@ -357,6 +325,7 @@ mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm
                           "(64 over fp8)");
     if (mla_attn_tc_tile(1, a->h, dm_tc_wide(a)) != WD_NK) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: transposed wgmma decode tile disagrees with mla_attn_tc_tile");
+    if (gpu_decode_wf_fits(&a->kv, a->h)) return gpu_attn_decode_wf(st, a, g); /* e4m3fn up to 32 heads */
     const int raw = a->kv.codec.format != MLA_KV_BF16;
     if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
     if (a->h <= 32) return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);

@@ -1,0 +1,264 @@
+/* gpu_decode_wf.hip: the transposed wgmma decode (gpu_decode_wt.hip) over an e4m3fn cache (per-tensor
+ * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: a producer warpgroup (threads
+ * 128-255) copies the raw rows (cp.async, 32-row half tiles in a ring of NST) and widens them, exactly,
+ * into a ring of two bf16 tiles; one consumer warpgroup (threads 0-127) holds every head of the block
+ * (N = NW, 16 or 32) and only runs S^T, the softmax and P V. The default for those caches
+ * (MLA_GPU_DECODE_WF=0: the wt kernel); gpu/bench/KERNELS.md "wf v1".
+ *
+ * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
+ * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two
+ * warpgroups (8 heads each) each read the whole 72 KB bf16 tile twice a tile through wgmma (S^T and P V):
+ * ~2,200 of the ~3,600 cycles a tile that 1.6x the bf16 tokens/s allows went to those shared-memory
+ * reads alone. Here the tile is read once by one warpgroup, and the widening runs beside it.
+ *
+ * Hand-offs: full[b] (128 producer arrivals, after fence.proxy.async: the widened tile visible to
+ * wgmma), empty[b] (128 consumer arrivals once P V of the tile in slot b has completed); tile k uses
+ * slot k % 2, phase k / 2. The producer's own raw ring is ordered by its named barrier (WF_PBAR).
+ * Numerics: wt's per head (same S^T sums, the same softmax code per column, P^T rounded to bf16 the same
+ * way, the same P V sums: wgmma's per-element sums do not depend on N), so the output is bit-identical
+ * to wt's. */
+#include "gpu_internal.h"
+#include "gpu_kv.h"
+
+#if !defined(MLA_GPU_HIP)
+
+#include "gpu_decode_mma.h"
+
+#define WF_RN 32  /* rows of a raw stage: half a tile */
+#define WF_PBAR 2 /* the producer's named barrier (1: the consumer warpgroup's) */
+
+/* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles, the
+ * consumers' column reductions (4 warps x NW), four mbarriers. */
+static size_t wf_shm(int nw, int nst, int rb)
+{
+    return 1024 + 2 * (size_t)WD_TILE + (size_t)nw * (2 * WD_L + WG_ATOM_ROW) + (size_t)nst * WF_RN * rb + 4 * (size_t)nw * 4 +
+           4 * 8;
+}
+
+/* n rows (< WF_RN) from cache row c of the sequence in slot into dst (stride rb), by the producer's 128
+ * threads (u): 4 a row, 16-byte copies; rows at or past n are not copied (the widening zero-fills them). */
+__device__ __forceinline__ void wf_copy(const gpu_kv_desc &kv, int slot, int c, int n, uint8_t *dst, int rb, int u)
+{
+    const int j = u / 4;
+    if (j >= n) return;
+    const uint8_t *src = kv_row(kv, slot, c + j);
+    const uint32_t d = tc_smem(dst + (size_t)j * rb);
+    for (int ch = u % 4; ch < rb / 16; ch += 4) tc_cp<16>(d + 16 * ch, src + 16 * ch, 16);
+}
+
+template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
+{
+    constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
+    constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
+    constexpr int NA = NW / 2, NC = NW / 4; /* accumulator floats of one m64nNW; columns a thread holds */
+    extern __shared__ uint8_t wf_mem[];
+    uint8_t *kb = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(wf_mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
+    float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
+    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16; /* mbarriers: full[2], empty[2] */
+
+    const int tid = threadIdx.x, wg = wg_index();
+    const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
+    const gpu_seq s = a.seqs[a.tok_seq[t]];
+    const int pos = s.n_past + (t - s.tok0);
+    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
+    const int per = (total + a.splits - 1) / a.splits;
+    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
+    if (tid == 0) {
+        wg_mb_init(full, 128);
+        wg_mb_init(full + 8, 128);
+        wg_mb_init(empty, 128);
+        wg_mb_init(empty + 8, 128);
+    }
+    __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
+
+    if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2, raw stage h % NST */
+        const int u = tid - 128;
+        auto issue = [&](int h) { /* one commit group a half, empty or not, so that the wait counts hold */
+            const int c = j0 + h / 2 * WD_NK + h % 2 * WF_RN;
+            if (h < 2 * ntiles && c < j1) wf_copy(a.kv, s.slot, c, min(WF_RN, j1 - c), raw + h % NST * WF_RN * g.rb, g.rb, u);
+            tc_commit();
+        };
+#pragma unroll
+        for (int h = 0; h < NST - 1; h++) issue(h);
+        for (int h = 0; h < 2 * ntiles; h++) {
+            const int k = h / 2, b = k % 2;
+            tc_wait<NST - 2>();       /* half h has landed (this thread's copies) */
+            wg_bar_sync(WF_PBAR, 128); /* every thread's; and every thread is done widening half h - 1 */
+            issue(h + NST - 1);        /* into half h - 1's stage */
+            if (h % 2 == 0 && k >= 2) wg_mb_wait(empty + 8 * b, (k / 2 - 1) & 1); /* tile k - 2's P V done */
+            dm_widen_e4m3<DS, WF_RN, 128>(raw + h % NST * WF_RN * g.rb, g.rb, kb + b * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
+                                          min(WD_NK, j1 - (j0 + k * WD_NK)) - h % 2 * WF_RN, u);
+            if (h % 2) {
+                wg_proxy_fence(); /* this thread's widened rows, visible to wgmma */
+                wg_mb_arrive(full + 8 * b);
+            }
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
+        return;
+    }
+
+    const int warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
+    for (int i = tid; i < NW * WD_L / 8; i += 128) { /* Q, eight columns at a time */
+        const int r = i / (WD_L / 8), e = i % (WD_L / 8) * 8;
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = tc_pack(dm_q(a, g, t, h0 + r, e + 2 * k), dm_q(a, g, t, h0 + r, e + 2 * k + 1));
+        *reinterpret_cast<uint4 *>(qs + e / 64 * QA + wg_sw128(r, e % 64)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    wg_proxy_fence();
+    wg_bar_sync(1, 128); /* Q written and visible to wgmma */
+
+    float m_run[NC], l_run[NC], o[WD_C / 64][NA];
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        m_run[ci] = -INFINITY;
+        l_run[ci] = 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+        for (int i = 0; i < NA; i++) o[c][i] = 0.0f;
+    const uint64_t dq = wg_desc_k(tc_smem(qs)), dp = wg_desc_k(tc_smem(ps));
+    /* column (head) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is column 8 j + 2 q + e % 2 */
+    auto col = [&](int ci) { return 8 * (ci / 2) + 2 * tq + ci % 2; };
+
+    for (int it = 0; it < ntiles; it++) {
+        const int n = min(WD_NK, j1 - (j0 + it * WD_NK)), b = it % 2;
+        wg_mb_wait(full + 8 * b, (it / 2) & 1); /* tile it widened */
+        const uint32_t kt = tc_smem(kb + b * WD_TILE);
+        const uint64_t dk = wg_desc_k(kt), dv = wg_desc_n(kt, WD_ATOM);
+
+        float sc[NA];
+#pragma unroll
+        for (int i = 0; i < NA; i++) sc[i] = 0.0f;
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < WD_L / 16; ks++)
+            wg_m64_ss(sc, wg_desc_add(dk, ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_add(dq, ks / 4 * QA + ks % 4 * 32));
+        wg_commit();
+        wg_wait<0>();
+
+        /* online softmax per column, as wt: sc[4 j + e] is key 16 warp + gq + 8 (e / 2) of column slot 2 j + e % 2 */
+        float mx[NC];
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) mx[ci] = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < NA; i++) {
+            const int key = 16 * warp + gq + 8 * ((i % 4) / 2), ci = 2 * (i / 4) + i % 2;
+            sc[i] = key < n ? sc[i] * g.s_mul : -INFINITY;
+            mx[ci] = fmaxf(mx[ci], sc[i]);
+        }
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) {
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 4));
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 8));
+            mx[ci] = fmaxf(mx[ci], __shfl_xor_sync(0xffffffffu, mx[ci], 16));
+            if (gq == 0) red[warp * NW + col(ci)] = mx[ci];
+        }
+        wg_bar_sync(1, 128);
+        float corr[NC];
+#pragma unroll
+        for (int ci = 0; ci < NC; ci++) {
+            const int c = col(ci);
+            const float mn = fmaxf(fmaxf(m_run[ci], fmaxf(red[c], red[NW + c])), fmaxf(red[2 * NW + c], red[3 * NW + c]));
+            corr[ci] = exp2f(m_run[ci] - mn); /* m_run = -inf on the first tile: 0 */
+            m_run[ci] = mn;
+            l_run[ci] *= corr[ci];
+        }
+#pragma unroll
+        for (int i = 0; i < NA; i++) {
+            const int key = 16 * warp + gq + 8 * ((i % 4) / 2), ci = 2 * (i / 4) + i % 2;
+            const float p = exp2f(sc[i] - m_run[ci]);
+            l_run[ci] += p;
+            *reinterpret_cast<uint16_t *>(ps + wg_sw128(col(ci), key)) = (uint16_t)(tc_pack(p, 0.0f) & 0xffffu);
+        }
+#pragma unroll
+        for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+            for (int i = 0; i < NA; i++) o[c][i] *= corr[2 * (i / 4) + i % 2];
+        wg_proxy_fence();
+        wg_bar_sync(1, 128); /* P^T of every column, all 64 keys */
+
+        wg_fence();
+#pragma unroll
+        for (int c = 0; c < WD_C / 64; c++)
+#pragma unroll
+            for (int kk = 0; kk < WD_NK / 16; kk++)
+                wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
+        wg_commit();
+        wg_wait<0>();
+        wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
+    }
+
+    /* column sums: over the 8 lanes of a column, then the 4 warps */
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 4);
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 8);
+        l_run[ci] += __shfl_xor_sync(0xffffffffu, l_run[ci], 16);
+    }
+    wg_bar_sync(1, 128); /* every warp is past its last read of the maxima */
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++)
+        if (gq == 0) red[warp * NW + col(ci)] = l_run[ci];
+    wg_bar_sync(1, 128);
+#pragma unroll
+    for (int ci = 0; ci < NC; ci++) {
+        const int c = col(ci), h = h0 + c;
+        if (h >= a.h) continue;
+        const float l = red[c] + red[NW + c] + red[2 * NW + c] + red[3 * NW + c];
+        const int64_t pi = ((int64_t)t * a.h + h) * a.splits + sp;
+        const float f = l > 0.0f ? g.o_mul / l : 0.0f;
+        float *dst = a.part_o + pi * WD_C + 16 * warp + gq;
+#pragma unroll
+        for (int cc = 0; cc < WD_C / 64; cc++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) dst[64 * cc + 8 * r] = o[cc][4 * (ci / 2) + 2 * r + ci % 2] * f;
+        if (warp == 0 && gq == 0) a.part_lse[pi] = l > 0.0f ? (m_run[ci] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+}
+
+/* MLA_GPU_DECODE_WF=0, read once: the wt kernel instead (comparisons). */
+int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
+{
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF");
+    const mla_kv_format f = kv->codec.format;
+    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 &&
+           gpu_decode_wt_fits(kv, h);
+}
+
+template <int NW, int DS, int NST> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    const size_t shm = wf_shm(NW, NST, g.rb);
+    static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
+    if (shm > attr) {
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, NST>),
+                                          hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+        attr = shm;
+    }
+    dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
+    k_attn_decode_wf<NW, DS, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    MLA_HIP_LAUNCHED("k_attn_decode_wf");
+    return MLA_OK;
+}
+
+/* As many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles (fp8_ds_mla h16: 3,
+ * 232,192 B; h32: 2). */
+template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    if (wf_shm(NW, 3, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 3>(st, a, g);
+    if (wf_shm(NW, 2, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 2>(st, a, g);
+    return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
+}
+
+mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+{
+    if (!gpu_decode_wf_fits(&a->kv, a->h))
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: needs an e4m3fn cache of C 512 + R 64 and at most 32 heads");
+    const int ds = a->kv.codec.format == MLA_KV_FP8_DS;
+    if (a->h <= 16) return ds ? wf_launch_nst<16, 1>(st, a, g) : wf_launch_nst<16, 0>(st, a, g);
+    return ds ? wf_launch_nst<32, 1>(st, a, g) : wf_launch_nst<32, 0>(st, a, g);
+}
+
+#endif
