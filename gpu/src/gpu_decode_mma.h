@@ -220,16 +220,25 @@ __device__ __forceinline__ void dm_widen_e4m3(const uint8_t *__restrict__ raw, i
     }
     const uint8_t *row = raw + (size_t)j * rb;
     constexpr int NCODE = (DS ? WD_C : WD_L) / 8 / T;
+    /* every load first, then the conversions and stores: the compiler cannot move a load of raw above a
+     * store to kb by itself (one load-use latency a chunk: ncu of gpu_decode_wf.hip, 2026-12-04) */
+    uint2 w[NCODE];
+    float sc[NCODE];
+    uint4 rope[DS ? NCH - NCODE : 1];
 #pragma unroll
     for (int k = 0; k < NCODE; k++) {
-        const uint2 w = *reinterpret_cast<const uint2 *>(row + 8 * (q + T * k));
-        const float sc = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (T * k / 16)) : 1.0f;
-        *reinterpret_cast<uint4 *>(at(k)) = dm_e4m3x8_bf16(w, sc);
+        w[k] = *reinterpret_cast<const uint2 *>(row + 8 * (q + T * k));
+        sc[k] = DS ? *reinterpret_cast<const float *>(row + WD_C + 4 * (T * k / 16)) : 1.0f;
     }
     if (DS) /* the bf16 rope part, copied: row + 512 codes + 16 bytes of scales */
 #pragma unroll
         for (int k = NCODE; k < NCH; k++)
-            *reinterpret_cast<uint4 *>(at(k)) = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * (q + T * k) - WD_C));
+            rope[k - NCODE] = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 2 * (8 * (q + T * k) - WD_C));
+#pragma unroll
+    for (int k = 0; k < NCODE; k++) *reinterpret_cast<uint4 *>(at(k)) = dm_e4m3x8_bf16(w[k], sc[k]);
+    if (DS)
+#pragma unroll
+        for (int k = NCODE; k < NCH; k++) *reinterpret_cast<uint4 *>(at(k)) = rope[k - NCODE];
 }
 
 /* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies)

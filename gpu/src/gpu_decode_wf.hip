@@ -35,15 +35,13 @@ static size_t wf_shm(int nw, int nst, int rb)
            4 * 8;
 }
 
-/* n rows (< WF_RN) from cache row c of the sequence in slot into dst (stride rb), by the producer's 128
- * threads (u): 4 a row, 16-byte copies; rows at or past n are not copied (the widening zero-fills them). */
-__device__ __forceinline__ void wf_copy(const gpu_kv_desc &kv, int slot, int c, int n, uint8_t *dst, int rb, int u)
+/* One cache row (src; null: none) into dst, by the 4 producer threads of its row (q = 0 .. 3): 16-byte
+ * copies. A row not copied (past the split's end) is zero-filled by the widening, never read. */
+__device__ __forceinline__ void wf_copy(const uint8_t *src, uint8_t *dst, int rb, int q)
 {
-    const int j = u / 4;
-    if (j >= n) return;
-    const uint8_t *src = kv_row(kv, slot, c + j);
-    const uint32_t d = tc_smem(dst + (size_t)j * rb);
-    for (int ch = u % 4; ch < rb / 16; ch += 4) tc_cp<16>(d + 16 * ch, src + 16 * ch, 16);
+    if (!src) return;
+    const uint32_t d = tc_smem(dst);
+    for (int ch = q; ch < rb / 16; ch += 4) tc_cp<16>(d + 16 * ch, src + 16 * ch, 16);
 }
 
 template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
@@ -52,7 +50,7 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
     constexpr int NA = NW / 2, NC = NW / 4; /* accumulator floats of one m64nNW; columns a thread holds */
     extern __shared__ uint8_t wf_mem[];
-    uint8_t *kb = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(wf_mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *kb = wg_align1024(wf_mem);
     uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
     float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
     const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16; /* mbarriers: full[2], empty[2] */
@@ -73,19 +71,26 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
     __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
 
     if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2, raw stage h % NST */
-        const int u = tid - 128;
-        auto issue = [&](int h) { /* one commit group a half, empty or not, so that the wait counts hold */
-            const int c = j0 + h / 2 * WD_NK + h % 2 * WF_RN;
-            if (h < 2 * ntiles && c < j1) wf_copy(a.kv, s.slot, c, min(WF_RN, j1 - c), raw + h % NST * WF_RN * g.rb, g.rb, u);
+        const int u = tid - 128, j = u / 4;
+        /* this thread's cache row of half h (null past the split): the block-table read of half h + NST
+         * is issued a half ahead of its copies, so its latency is not in front of them */
+        auto src_of = [&](int h) -> const uint8_t * {
+            const int c = j0 + h / 2 * WD_NK + h % 2 * WF_RN + j;
+            return h < 2 * ntiles && c < j1 ? kv_row(a.kv, s.slot, c) : nullptr;
+        };
+        auto issue = [&](int h, const uint8_t *src) { /* one commit group a half, empty or not: the wait counts hold */
+            wf_copy(src, raw + (h % NST * WF_RN + j) * g.rb, g.rb, u % 4);
             tc_commit();
         };
 #pragma unroll
-        for (int h = 0; h < NST - 1; h++) issue(h);
+        for (int h = 0; h < NST - 1; h++) issue(h, src_of(h));
+        const uint8_t *nxt = src_of(NST - 1);
         for (int h = 0; h < 2 * ntiles; h++) {
             const int k = h / 2, b = k % 2;
             tc_wait<NST - 2>();       /* half h has landed (this thread's copies) */
             wg_bar_sync(WF_PBAR, 128); /* every thread's; and every thread is done widening half h - 1 */
-            issue(h + NST - 1);        /* into half h - 1's stage */
+            issue(h + NST - 1, nxt);   /* into half h - 1's stage */
+            nxt = src_of(h + NST);
             if (h % 2 == 0 && k >= 2) wg_mb_wait(empty + 8 * b, (k / 2 - 1) & 1); /* tile k - 2's P V done */
             dm_widen_e4m3<DS, WF_RN, 128>(raw + h % NST * WF_RN * g.rb, g.rb, kb + b * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
                                           min(WD_NK, j1 - (j0 + k * WD_NK)) - h % 2 * WF_RN, u);

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
     constexpr int PW = NW * WG_ATOM_ROW; /* the warpgroup's P^T: NW heads x 64 keys, one atom */
     constexpr int NA = NW / 2, NC = NW / 4; /* accumulator floats of one m64nNW; columns a thread holds */
     extern __shared__ uint8_t wt_mem[];
-    uint8_t *kb = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(wt_mem) + 1023) & ~(uintptr_t)1023);
+    uint8_t *kb = wg_align1024(wt_mem);
     constexpr int RN = OVL ? WD_NK / 2 : WD_NK; /* rows of a raw stage */
     uint8_t *qs = kb + (OVL ? 2 : RAW ? 1 : NST) * WD_TILE, *ps = qs + 2 * QW, *raw = ps + 2 * PW;
     float *red = reinterpret_cast<float *>(raw + (RAW ? NST * RN * g.rb : 0));

@@ -23,6 +23,15 @@
 /* Byte offset of element (r, k), k < 64, inside a 128-byte-swizzled atom. */
 __host__ __device__ __forceinline__ int wg_sw128(int r, int k) { return r * 128 + (((k / 8) ^ (r % 8)) * 16) + (k % 8) * 2; }
 
+/* The first 1024-byte-aligned shared address at or after mem (an extern __shared__ array), as pointer
+ * arithmetic on mem: a round trip through an integer loses the address space, and every access through
+ * the result became a generic ld / st (ncu of gpu_decode_wf.hip, 2026-12-04: ST.E, long-scoreboard
+ * stalls on the widening's loads). */
+__device__ __forceinline__ uint8_t *wg_align1024(uint8_t *mem)
+{
+    return mem + ((1024u - ((uint32_t)__cvta_generic_to_shared(mem) & 1023u)) & 1023u);
+}
+
 /* Matrix descriptor: start >> 4 in [0, 14), LBO >> 4 in [16, 30), SBO >> 4 in [32, 46), layout in [62, 64)
  * (1: 128-byte swizzle). */
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
