@@ -1,6 +1,6 @@
 /* gpu_decode_wf.hip: the transposed wgmma decode (gpu_decode_wt.hip) over an e4m3fn cache (per-tensor
  * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: a producer warpgroup (threads
- * 128-255) copies the raw rows (cp.async, 32-row half tiles in a ring of NST) and widens them, exactly,
+ * 128-255) copies the raw rows (cp.async.bulk, 32-row half tiles in a ring of NST) and widens them, exactly,
  * into a ring of two bf16 tiles; one consumer warpgroup (threads 0-127) holds every head of the block
  * (N = NW, 16 or 32) and only runs S^T, the softmax and P V. The default for those caches
  * (MLA_GPU_DECODE_WF=0: the wt kernel); gpu/bench/KERNELS.md "wf v1".
@@ -13,7 +13,8 @@
  *
  * Hand-offs: full[b] (128 producer arrivals, after fence.proxy.async: the widened tile visible to
  * wgmma), empty[b] (128 consumer arrivals once P V of the tile in slot b has completed); tile k uses
- * slot k % 2, phase k / 2. The producer's own raw ring is ordered by its named barrier (WF_PBAR).
+ * slot k % 2, phase k / 2. The producer's raw ring: landed[h % NST] (the half's bytes, phase h / NST),
+ * and its named barrier (WF_PBAR: a stage is refilled once every producer thread has widened it).
  * Numerics: wt's per head (same S^T sums, the same softmax code per column, P^T rounded to bf16 the same
  * way, the same P V sums: wgmma's per-element sums do not depend on N), so the output is bit-identical
  * to wt's. */
@@ -28,20 +29,11 @@
 #define WF_PBAR 2 /* the producer's named barrier (1: the consumer warpgroup's) */
 
 /* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles, the
- * consumers' column reductions (4 warps x NW), four mbarriers. */
+ * consumers' column reductions (4 warps x NW), mbarriers (full[2], empty[2], landed[NST]). */
 static size_t wf_shm(int nw, int nst, int rb)
 {
     return 1024 + 2 * (size_t)WD_TILE + (size_t)nw * (2 * WD_L + WG_ATOM_ROW) + (size_t)nst * WF_RN * rb + 4 * (size_t)nw * 4 +
-           4 * 8;
-}
-
-/* One cache row (src; null: none) into dst, by the 4 producer threads of its row (q = 0 .. 3): 16-byte
- * copies. A row not copied (past the split's end) is zero-filled by the widening, never read. */
-__device__ __forceinline__ void wf_copy(const uint8_t *src, uint8_t *dst, int rb, int q)
-{
-    if (!src) return;
-    const uint32_t d = tc_smem(dst);
-    for (int ch = q; ch < rb / 16; ch += 4) tc_cp<16>(d + 16 * ch, src + 16 * ch, 16);
+           (4 + (size_t)nst) * 8;
 }
 
 template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
@@ -53,7 +45,7 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
     uint8_t *kb = wg_align1024(wf_mem);
     uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
     float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
-    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16; /* mbarriers: full[2], empty[2] */
+    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, landed = full + 32; /* mbarriers */
 
     const int tid = threadIdx.x, wg = wg_index();
     const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
@@ -67,30 +59,43 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
         wg_mb_init(full + 8, 128);
         wg_mb_init(empty, 128);
         wg_mb_init(empty + 8, 128);
+        for (int i = 0; i < NST; i++) wg_mb_init(landed + 8 * i, 1);
     }
     __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
 
     if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2, raw stage h % NST */
-        const int u = tid - 128, j = u / 4;
-        /* this thread's cache row of half h (null past the split): the block-table read of half h + NST
-         * is issued a half ahead of its copies, so its latency is not in front of them */
-        auto src_of = [&](int h) -> const uint8_t * {
-            const int c = j0 + h / 2 * WD_NK + h % 2 * WF_RN + j;
-            return h < 2 * ntiles && c < j1 ? kv_row(a.kv, s.slot, c) : nullptr;
+        const int u = tid - 128, lane = tid % 32, w0 = u < 32;
+        /* Copies: lane j of the producer's first warp copies row j of a half (cp.async.bulk, one
+         * instruction a row, completing on landed[h % NST] with the half's bytes expected; 41 cp.async of
+         * 16 bytes a row and their address math were a fifth of the producer's time, ncu 2026-12-04).
+         * The block-table entry of a lane's row is read a half ahead of its copy. */
+        auto row_of = [&](int h) { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; }; /* first cache row of half h */
+        auto blk_of = [&](int h) { /* lane's block id in half h, -1 past the split */
+            const int c = row_of(h) + lane;
+            return h < 2 * ntiles && c < j1 ? a.kv.tables[(int64_t)s.slot * a.kv.blocks_per_seq + c / a.kv.block_size] : -1;
         };
-        auto issue = [&](int h, const uint8_t *src) { /* one commit group a half, empty or not: the wait counts hold */
-            wf_copy(src, raw + (h % NST * WF_RN + j) * g.rb, g.rb, u % 4);
-            tc_commit();
+        auto issue = [&](int h, int blk) { /* the first warp: half h into stage h % NST */
+            if (h >= 2 * ntiles) return;
+            const uint32_t bar = landed + 8 * (h % NST);
+            if (lane == 0) wg_mb_expect_tx(bar, (uint32_t)(max(0, min(WF_RN, j1 - row_of(h))) * g.rb));
+            if (blk >= 0)
+                wg_bulk_copy(tc_smem(raw + (h % NST * WF_RN + lane) * g.rb),
+                             a.kv.pool + ((int64_t)blk * a.kv.block_size + (row_of(h) + lane) % a.kv.block_size) * g.rb, g.rb, bar);
         };
+        int nblk = -1;
+        if (w0) {
 #pragma unroll
-        for (int h = 0; h < NST - 1; h++) issue(h, src_of(h));
-        const uint8_t *nxt = src_of(NST - 1);
+            for (int h = 0; h < NST - 1; h++) issue(h, blk_of(h));
+            nblk = blk_of(NST - 1);
+        }
         for (int h = 0; h < 2 * ntiles; h++) {
             const int k = h / 2, b = k % 2;
-            tc_wait<NST - 2>();       /* half h has landed (this thread's copies) */
-            wg_bar_sync(WF_PBAR, 128); /* every thread's; and every thread is done widening half h - 1 */
-            issue(h + NST - 1, nxt);   /* into half h - 1's stage */
-            nxt = src_of(h + NST);
+            wg_bar_sync(WF_PBAR, 128); /* every thread is done widening half h - 1: its stage is free */
+            if (w0) {
+                issue(h + NST - 1, nblk);
+                nblk = blk_of(h + NST);
+            }
+            wg_mb_wait(landed + 8 * (h % NST), (h / NST) & 1); /* half h has landed */
             if (h % 2 == 0 && k >= 2) wg_mb_wait(empty + 8 * b, (k / 2 - 1) & 1); /* tile k - 2's P V done */
             dm_widen_e4m3<DS, WF_RN, 128>(raw + h % NST * WF_RN * g.rb, g.rb, kb + b * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
                                           min(WD_NK, j1 - (j0 + k * WD_NK)) - h % 2 * WF_RN, u);
@@ -99,8 +104,7 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
                 wg_mb_arrive(full + 8 * b);
             }
         }
-        asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
-        return;
+        return; /* every copy issued has landed: each half was waited for */
     }
 
     const int warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
