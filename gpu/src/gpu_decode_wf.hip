@@ -132,22 +132,31 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
     /* column (head) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is column 8 j + 2 q + e % 2 */
     auto col = [&](int ci) { return 8 * (ci / 2) + 2 * tq + ci % 2; };
 
-    for (int it = 0; it < ntiles; it++) {
-        const int n = min(WD_NK, j1 - (j0 + it * WD_NK)), b = it % 2;
-        wg_mb_wait(full + 8 * b, (it / 2) & 1); /* tile it widened */
-        const uint32_t kt = tc_smem(kb + b * WD_TILE);
-        const uint64_t dk = wg_desc_k(kt), dv = wg_desc_n(kt, WD_ATOM);
-
-        float sc[NA];
+    /* S^T of tile it + 1 is issued right behind P V of tile it, so the tensor cores run both back to back
+     * while the warpgroup waits once a tile instead of twice */
+    float sc[NA];
+    /* S^T of tile it into sc, its widened tile there (wait_full first, and no zeroing of sc: ptxas
+     * serializes every wgmma when an mbarrier's wait loop or a write of sc falls between wgmmas in
+     * flight, C7511 / C7515) */
+    auto wait_full = [&](int it) { wg_mb_wait(full + 8 * (it % 2), (it / 2) & 1); };
+    auto issue_s = [&](int it) {
+        const uint64_t dk = wg_desc_k(tc_smem(kb + it % 2 * WD_TILE));
+        wg_m64_ss<0, 0>(sc, dk, dq); /* scale-d 0: sc = K Q^T of the first k16 step, sc's old values unread */
 #pragma unroll
-        for (int i = 0; i < NA; i++) sc[i] = 0.0f;
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < WD_L / 16; ks++)
+        for (int ks = 1; ks < WD_L / 16; ks++)
             wg_m64_ss(sc, wg_desc_add(dk, ks / 4 * WD_ATOM + ks % 4 * 32), wg_desc_add(dq, ks / 4 * QA + ks % 4 * 32));
         wg_commit();
+    };
+    if (ntiles > 0) {
+        wait_full(0);
+        wg_fence();
+        issue_s(0);
         wg_wait<0>();
-
+        wg_fence_operand(sc);
+    }
+    for (int it = 0; it < ntiles; it++) { /* S^T of tile it is done; no wgmma in flight across the back edge
+                                           * (ptxas serializes them otherwise, C7511) */
+        const int n = min(WD_NK, j1 - (j0 + it * WD_NK)), b = it % 2;
         /* online softmax per column, as wt: sc[4 j + e] is key 16 warp + gq + 8 (e / 2) of column slot 2 j + e % 2 */
         float mx[NC];
 #pragma unroll
@@ -189,6 +198,9 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
         wg_proxy_fence();
         wg_bar_sync(1, 128); /* P^T of every column, all 64 keys */
 
+        const uint64_t dv = wg_desc_n(tc_smem(kb + b * WD_TILE), WD_ATOM);
+        const int more = it + 1 < ntiles;
+        if (more) wait_full(it + 1);
         wg_fence();
 #pragma unroll
         for (int c = 0; c < WD_C / 64; c++)
@@ -196,7 +208,10 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
             for (int kk = 0; kk < WD_NK / 16; kk++)
                 wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
         wg_commit();
-        wg_wait<0>();
+        if (more) issue_s(it + 1);
+        wg_wait<0>(); /* P V of tile it, and S^T of tile it + 1 */
+        wg_fence_operand(sc);
+        wg_fence_operand(o);
         wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
     }
 

@@ -121,6 +121,11 @@ template <int N> __device__ __forceinline__ void wg_fence_operand(float (&d)[N])
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int N, int M> __device__ __forceinline__ void wg_fence_operand(float (&d)[N][M])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) wg_fence_operand(d[i]);
+}
 template <int N, int M> __device__ __forceinline__ void wg_fence_operand(uint32_t (&d)[N][M])
 {
 #pragma unroll
