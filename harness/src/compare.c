@@ -329,7 +329,8 @@ typedef struct {
 
 /* Judges one flipped token: margins of the reference's decision (ids A[na]), the noise bound, and
  * whether the flip is benign. A flip that swaps kept groups is judged at group level, one inside the
- * same groups at expert level; a candidate expert outside the candidate's own kept groups is clear. */
+ * same groups at expert level; a candidate expert in a group the reference dropped by more than the
+ * group bound is clear. */
 static void judge_token(const mla_tensor *la, const mla_tensor *lb, const mla_cmp_route_rule *rule, int64_t t,
                         const int64_t *A, int64_t na, const int64_t *B, int64_t nb, route_work *w, mla_cmp_flip *f)
 {
@@ -363,9 +364,28 @@ static void judge_token(const mla_tensor *la, const mla_tensor *lb, const mla_cm
     f->margin_expert = best_out == -INFINITY ? NAN : last - best_out;
     f->bound_expert = rule->noise_k > 0 ? rule->noise_k * 2.0 * d : 0.0;
     f->bound_group = rule->noise_k > 0 ? rule->noise_k * 4.0 * d : 0.0;
+    /* The groups the candidate used are read from its ids, not only from its logits: recomputed here in
+     * double, a candidate's group near tie can come out the other way than in its own f32 sums (H200
+     * 2026-12-04, tiny-v3-gpu --reseed 6, fp8ds chunked, L1 token 110: the candidate kept group 0 over
+     * group 2, which its logits put 0.00328 behind at the reference, inside the bound 0.0111). So a
+     * flip swaps groups when the kept sets differ or an id lies in a group the reference dropped, and
+     * such an id is clear only when the reference dropped its group by more than the group bound. */
     int groups_swap = 0, outside = 0;
-    for (int q = 0; q < G; q++) groups_swap |= w->ka[q] != w->kb[q];
-    for (int64_t j = 0; j < nb; j++) outside |= B[j] < 0 || B[j] >= E || !w->kb[B[j] / per];
+    double last_group = INFINITY;
+    for (int q = 0; q < G; q++) {
+        groups_swap |= w->ka[q] != w->kb[q];
+        if (w->ka[q] && w->ga[q] < last_group) last_group = w->ga[q];
+    }
+    for (int64_t j = 0; j < nb; j++) {
+        if (B[j] < 0 || B[j] >= E) {
+            outside = 1;
+            continue;
+        }
+        const int q = (int)(B[j] / per);
+        if (w->ka[q]) continue;
+        groups_swap = 1;
+        outside |= !(last_group - w->ga[q] <= f->bound_group); /* NaN: not benign */
+    }
     f->group_swap = groups_swap;
     double m = groups_swap ? f->margin_group : f->margin_expert;
     double bound = groups_swap ? f->bound_group : f->bound_expert;

@@ -496,6 +496,49 @@ static void test_routing_group_near_tie(void **state)
     route_free(&c);
 }
 
+/* The H200 false alarm of 2026-12-04 (tiny-v3-gpu --reseed 6, fp8ds chunked, L1 token 110): groups 0
+ * and 2 tie within 0.003 at the reference, which keeps group 2; the candidate's own logits put group 2
+ * ahead by 2e-6 when recomputed in double, yet its f32 sums kept group 0 and its ids say so. The ids,
+ * not the recomputed groups, show the swap: judged at group level, 0.003 against the bound 4 x 0.003,
+ * benign. An id in group 1, which the reference dropped by 1.2, stays clear. */
+static void test_routing_group_tie_seen_in_ids(void **state)
+{
+    (void)state;
+    static const double sa[RT_E] = {0.885, 3e-4, 0.15, 0.992, 0.15, 0.5,    0.02, 0.08,
+                                     0.996, 3e-4, 0.884, 7e-4, 0.9985, 0.9998, 0.0058, 0.1156};
+    double la[RT_E], lb[RT_E], lb_own[RT_E], bias[RT_E] = {0};
+    for (int e = 0; e < RT_E; e++) la[e] = logit(sa[e]);
+    memcpy(lb, la, sizeof la);
+    memcpy(lb_own, la, sizeof la);
+    lb[10] = logit(0.881 + 2e-6);     /* g2 - g0 = +2e-6 in the candidate's logits */
+    lb_own[10] = logit(0.881 - 2e-6); /* ... and -2e-6 in its own sums: it keeps group 0 */
+    route_case c = route_make(la, lb_own, bias, 1);
+    mla_tensor_free(c.lb);
+    int64_t lsh[2] = {1, RT_E};
+    c.lb = vec(MLA_F32, 2, lsh, lb);
+    const int32_t *idb = c.ib->data;
+    int in_g0 = 0;
+    for (int k = 0; k < RT_K; k++) in_g0 += idb[k] / 4 == 0;
+    assert_int_equal(in_g0, 2); /* experts 3 and 0 instead of 8 and 10 */
+    mla_cmp_route_rule rule = {.n_group = 4, .topk_group = 2, .sigmoid = 1, .group_top2 = 1, .bias = bias,
+                               .n_bias = RT_E, .noise_k = 1};
+    mla_cmp_routing_result r;
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_int_equal(r.n_flipped_tokens, 1);
+    assert_true(r.flips[0].group_swap);
+    assert_true(fabs(r.flips[0].margin_group - 0.003) < 1e-6);
+    assert_true(r.flips[0].margin_expert > 0.1); /* clear at expert level: the old judgement */
+    assert_true(r.flips[0].benign);
+    assert_true(r.pass);
+    int32_t *idw = c.ib->data;
+    for (int k = 0; k < RT_K; k++)
+        if (idw[k] == 0) idw[k] = 5; /* an expert of group 1 */
+    assert_int_equal(mla_cmp_routing(c.ia, c.ib, c.la, c.lb, &rule, &r), MLA_OK);
+    assert_false(r.pass);
+    assert_int_equal(r.n_clear_tokens, 1);
+    route_free(&c);
+}
+
 /* A clear margin: expert scores 2.9 vs 2.1 at both engines (logit noise 1e-5), same groups, yet the
  * candidate picks 9 over 8 on one token of 100: it fails, whatever the count. */
 static void test_routing_clear_margin(void **state)
@@ -557,7 +600,8 @@ int main(void)
         cmocka_unit_test(test_bf16_ulp),      cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_logits),        cmocka_unit_test(test_logits_top5),
         cmocka_unit_test(test_routing),       cmocka_unit_test(test_routing_expert_near_tie),
-        cmocka_unit_test(test_routing_group_near_tie), cmocka_unit_test(test_routing_clear_margin),
+        cmocka_unit_test(test_routing_group_near_tie), cmocka_unit_test(test_routing_group_tie_seen_in_ids),
+        cmocka_unit_test(test_routing_clear_margin),
         cmocka_unit_test(test_noise_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

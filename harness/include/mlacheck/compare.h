@@ -103,7 +103,8 @@ typedef struct mla_cmp_flip {
     double a_score_a, a_score_b; /* a's scores of expert_a and expert_b */
     double b_score_a, b_score_b; /* b's scores of expert_a and expert_b */
     double margin_expert, bound_expert, margin_group, bound_group;
-    int group_swap; /* the engines keep different groups: judged at group level */
+    int group_swap; /* the engines keep different groups (recomputed, or b's ids in a group a dropped):
+                     * judged at group level */
     int benign;
 } mla_cmp_flip;
 
