@@ -1,9 +1,11 @@
 /* gpu_decode_wf.hip: the transposed wgmma decode (gpu_decode_wt.hip) over an e4m3fn cache (per-tensor
  * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: a producer warpgroup (threads
- * 128-255) copies the raw rows (cp.async.bulk, 32-row half tiles in a ring of NST) and widens them, exactly,
- * into a ring of two bf16 tiles; one consumer warpgroup (threads 0-127) holds every head of the block
- * (N = NW, 16 or 32) and only runs S^T, the softmax and P V. The default for those caches
- * (MLA_GPU_DECODE_WF=0: the wt kernel); gpu/bench/KERNELS.md "wf v1".
+ * 128-255) fetches the raw rows in 32-row half tiles and widens them, exactly, into a ring of two bf16
+ * tiles; one consumer warpgroup (threads 0-127) holds every head of the block (N = NW, 16 or 32) and
+ * only runs S^T, the softmax and P V, issuing S^T of the next tile behind P V of this one. The producer
+ * fetches through a ring of raw half tiles in shared memory (PL 0, the default) or straight into its
+ * registers (PL 1, MLA_GPU_DECODE_WF=2). The default for those caches (MLA_GPU_DECODE_WF=0: the wt
+ * kernel); versions and measurements: gpu/bench/KERNELS.md "wf".
  *
  * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
  * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two
@@ -13,11 +15,9 @@
  *
  * Hand-offs: full[b] (128 producer arrivals, after fence.proxy.async: the widened tile visible to
  * wgmma), empty[b] (128 consumer arrivals once P V of the tile in slot b has completed); tile k uses
- * slot k % 2, phase k / 2. The producer's raw ring: landed[h % NST] (the half's bytes, phase h / NST),
- * and its named barrier (WF_PBAR: a stage is refilled once every producer thread has widened it).
- * Numerics: wt's per head (same S^T sums, the same softmax code per column, P^T rounded to bf16 the same
- * way, the same P V sums: wgmma's per-element sums do not depend on N), so the output is bit-identical
- * to wt's. */
+ * slot k % 2, phase k / 2. Numerics: wt's per head (same S^T sums, the same softmax code per column,
+ * P^T rounded to bf16 the same way, the same P V sums: wgmma's per-element sums do not depend on N), so
+ * the output is bit-identical to wt's. */
 #include "gpu_internal.h"
 #include "gpu_kv.h"
 
@@ -28,15 +28,173 @@
 #define WF_RN 32  /* rows of a raw stage: half a tile */
 #define WF_PBAR 2 /* the producer's named barrier (1: the consumer warpgroup's) */
 
-/* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles, the
- * consumers' column reductions (4 warps x NW), mbarriers (full[2], empty[2], landed[NST]). */
+/* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles (none
+ * when the producer loads into registers), the consumers' column reductions (4 warps x NW), four
+ * mbarriers (full[2], empty[2]). */
 static size_t wf_shm(int nw, int nst, int rb)
 {
     return 1024 + 2 * (size_t)WD_TILE + (size_t)nw * (2 * WD_L + WG_ATOM_ROW) + (size_t)nst * WF_RN * rb + 4 * (size_t)nw * 4 +
-           (4 + (size_t)nst) * 8;
+           4 * 8;
 }
 
-template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
+/* The producer's shared state: the block's rows [j0, j1) of the sequence in slot, ntiles tiles. */
+struct wf_prod {
+    const gpu_decode_args &a;
+    const dm_geom &g;
+    uint8_t *kb, *raw;
+    uint32_t full, empty;
+    int slot, j0, j1, ntiles, u; /* u: 0 .. 127 */
+    __device__ int row_of(int h) const { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; } /* first row of half h */
+    /* this thread's row (u / 4) of half h, null past the split */
+    __device__ const uint8_t *src_of(int h) const
+    {
+        const int c = row_of(h) + u / 4;
+        return h < 2 * ntiles && c < j1 ? kv_row(a.kv, slot, c) : nullptr;
+    }
+    /* before tile k's first rows: tile k - 2's P V is done, its slot free */
+    __device__ void wait_slot(int k) const
+    {
+        if (k >= 2) wg_mb_wait(empty + 8 * (k % 2), (k / 2 - 1) & 1);
+    }
+    /* after tile k's last rows: visible to wgmma, tile k full */
+    __device__ void tile_done(int k) const
+    {
+        wg_proxy_fence();
+        wg_mb_arrive(full + 8 * (k % 2));
+    }
+};
+
+/* PL 0: raw rows through a ring of NST half tiles in shared memory, 16-byte cp.async by every producer
+ * thread (4 a row); a stage is refilled once every producer thread has widened it (named barrier
+ * WF_PBAR). The row pointer of half h + NST is computed a half ahead. (cp.async.bulk instead, a lane of
+ * one warp a row: slower, 558.3 us at fp8_ds_mla h16 against 530.1: nvcc issues the bulk copies of a
+ * warp's lanes one by one, and the rest of the warpgroup waits for that warp at the barrier; 61b9f99.) */
+template <int DS, int NST> __device__ __forceinline__ void wf_produce_ring(const wf_prod &p)
+{
+    const int j = p.u / 4, q = p.u % 4, rb = p.g.rb;
+    auto issue = [&](int h, const uint8_t *src) { /* one commit group a half, empty or not: the wait counts hold */
+        if (src) {
+            const uint32_t d = tc_smem(p.raw + (h % NST * WF_RN + j) * rb);
+            for (int ch = q; ch < rb / 16; ch += 4) tc_cp<16>(d + 16 * ch, src + 16 * ch, 16);
+        }
+        tc_commit();
+    };
+#pragma unroll
+    for (int h = 0; h < NST - 1; h++) issue(h, p.src_of(h));
+    const uint8_t *nxt = p.src_of(NST - 1);
+    for (int h = 0; h < 2 * p.ntiles; h++) {
+        const int k = h / 2;
+        tc_wait<NST - 2>();       /* half h has landed (this thread's copies) */
+        wg_bar_sync(WF_PBAR, 128); /* every thread's; and every thread is done widening half h - 1 */
+        issue(h + NST - 1, nxt);   /* into half h - 1's stage */
+        nxt = p.src_of(h + NST);
+        if (h % 2 == 0) p.wait_slot(k);
+        dm_widen_e4m3<DS, WF_RN, 128>(p.raw + h % NST * WF_RN * rb, rb, p.kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
+                                      min(WD_NK, p.j1 - (p.j0 + k * WD_NK)) - h % 2 * WF_RN, p.u);
+        if (h % 2) p.tile_done(k);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
+}
+
+/* PL 1: no raw ring: each producer thread loads its quarter of a row (16-byte chunks q + 4 i of its 41
+ * (fp8_ds_mla) or 36; fp8_ds_mla's scale chunk too) straight into registers, two halves at a time in
+ * flight, and widens from there: no shared-memory write and read of the raw rows (84 KB a tile), no
+ * barrier among the producer's warps. */
+template <int DS> struct wf_regs {
+    static constexpr int CH = DS ? (WD_C + 16 + 2 * (WD_L - WD_C)) / 16 : WD_L / 16; /* 16-byte chunks a row */
+    static constexpr int PER = (CH + 3) / 4, CODES = DS ? WD_C / 16 : CH;               /* a thread's; of codes */
+    uint4 r[PER], scl;
+    __device__ void load(const uint8_t *src, int q)
+    {
+        if (!src) return;
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            if (q + 4 * i < CH) r[i] = __ldcs(reinterpret_cast<const uint4 *>(src) + q + 4 * i);
+        if (DS) scl = __ldcs(reinterpret_cast<const uint4 *>(src + WD_C));
+    }
+    /* row `row` of the bf16 tile at kb: 8-element chunk e of the row at atom e / 8, chunk e % 8 ^ row % 8;
+     * values as dm_widen_e4m3's (the same conversions; the checks over this thread's codes and scales);
+     * !ok: zeros (a row past the split) */
+    __device__ void widen(bool ok, uint8_t *kb, int row, int q) const
+    {
+        auto st = [&](int e, uint4 v) { *reinterpret_cast<uint4 *>(kb + e / 8 * WD_ATOM + row * WG_ATOM_ROW + ((e % 8) ^ (row % 8)) * 16) = v; };
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        if (!ok) {
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int ch = q + 4 * i;
+                if (ch < CODES) {
+                    st(2 * ch, z);
+                    st(2 * ch + 1, z);
+                } else if (DS && ch > CODES && ch < CH) {
+                    st(2 * CODES + ch - CODES - 1, z);
+                }
+            }
+            return;
+        }
+        float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+        if (DS) sc[0] = __uint_as_float(scl.x), sc[1] = __uint_as_float(scl.y), sc[2] = __uint_as_float(scl.z), sc[3] = __uint_as_float(scl.w);
+        uint32_t nan = 0, bad = 0;
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            if (q + 4 * i < CODES)
+                nan |= ((r[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((r[i].y & 0x7f7f7f7fu) + 0x01010101u) |
+                       ((r[i].z & 0x7f7f7f7fu) + 0x01010101u) | ((r[i].w & 0x7f7f7f7fu) + 0x01010101u);
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            const uint32_t b = __float_as_uint(sc[t]);
+            bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
+        }
+        const bool fast = !(nan & 0x80808080u) && !bad;
+        __nv_bfloat162 m[4];
+#pragma unroll
+        for (int t = 0; t < 4; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int ch = q + 4 * i, t = DS ? i / 2 % 4 : 0; /* codes 16 ch ..: scale tile 16 ch / 128 = i / 2 */
+            if (ch < CODES) {
+                uint4 lo, hi;
+                if (fast) {
+                    dm_e4m3x4_bf16(r[i].x, m[t], lo.x, lo.y);
+                    dm_e4m3x4_bf16(r[i].y, m[t], lo.z, lo.w);
+                    dm_e4m3x4_bf16(r[i].z, m[t], hi.x, hi.y);
+                    dm_e4m3x4_bf16(r[i].w, m[t], hi.z, hi.w);
+                } else {
+                    lo = dm_e4m3x8_bf16(make_uint2(r[i].x, r[i].y), sc[t]);
+                    hi = dm_e4m3x8_bf16(make_uint2(r[i].z, r[i].w), sc[t]);
+                }
+                st(2 * ch, lo);
+                st(2 * ch + 1, hi);
+            } else if (DS && ch > CODES && ch < CH) { /* the bf16 rope, after the 16 bytes of scales: copied */
+                st(2 * CODES + ch - CODES - 1, r[i]);
+            }
+        }
+    }
+};
+
+template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod &p)
+{
+    const int j = p.u / 4, q = p.u % 4;
+    wf_regs<DS> x, y; /* halves h (rows 0-31 of tile h / 2) and h + 1 (rows 32-63) */
+    const uint8_t *px = p.src_of(0), *py = p.src_of(1);
+    x.load(px, q);
+    y.load(py, q);
+    for (int h = 0; h < 2 * p.ntiles; h += 2) {
+        const int k = h / 2;
+        uint8_t *tile = p.kb + k % 2 * WD_TILE;
+        p.wait_slot(k);
+        x.widen(px != nullptr, tile, j, q);
+        px = p.src_of(h + 2);
+        x.load(px, q);
+        y.widen(py != nullptr, tile, WF_RN + j, q);
+        py = p.src_of(h + 3);
+        y.load(py, q);
+        p.tile_done(k);
+    }
+}
+
+/* NST raw half stages (PL 0), or none (PL 1: registers). */
+template <int NW, int DS, int PL, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
@@ -45,7 +203,7 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
     uint8_t *kb = wg_align1024(wf_mem);
     uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
     float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
-    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, landed = full + 32; /* mbarriers */
+    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16; /* mbarriers */
 
     const int tid = threadIdx.x, wg = wg_index();
     const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
@@ -59,52 +217,16 @@ template <int NW, int DS, int NST> __global__ void __launch_bounds__(DM_THREADS,
         wg_mb_init(full + 8, 128);
         wg_mb_init(empty, 128);
         wg_mb_init(empty + 8, 128);
-        for (int i = 0; i < NST; i++) wg_mb_init(landed + 8 * i, 1);
     }
     __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
 
-    if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2, raw stage h % NST */
-        const int u = tid - 128, lane = tid % 32, w0 = u < 32;
-        /* Copies: lane j of the producer's first warp copies row j of a half (cp.async.bulk, one
-         * instruction a row, completing on landed[h % NST] with the half's bytes expected; 41 cp.async of
-         * 16 bytes a row and their address math were a fifth of the producer's time, ncu 2026-12-04).
-         * The block-table entry of a lane's row is read a half ahead of its copy. */
-        auto row_of = [&](int h) { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; }; /* first cache row of half h */
-        auto blk_of = [&](int h) { /* lane's block id in half h, -1 past the split */
-            const int c = row_of(h) + lane;
-            return h < 2 * ntiles && c < j1 ? a.kv.tables[(int64_t)s.slot * a.kv.blocks_per_seq + c / a.kv.block_size] : -1;
-        };
-        auto issue = [&](int h, int blk) { /* the first warp: half h into stage h % NST */
-            if (h >= 2 * ntiles) return;
-            const uint32_t bar = landed + 8 * (h % NST);
-            if (lane == 0) wg_mb_expect_tx(bar, (uint32_t)(max(0, min(WF_RN, j1 - row_of(h))) * g.rb));
-            if (blk >= 0)
-                wg_bulk_copy(tc_smem(raw + (h % NST * WF_RN + lane) * g.rb),
-                             a.kv.pool + ((int64_t)blk * a.kv.block_size + (row_of(h) + lane) % a.kv.block_size) * g.rb, g.rb, bar);
-        };
-        int nblk = -1;
-        if (w0) {
-#pragma unroll
-            for (int h = 0; h < NST - 1; h++) issue(h, blk_of(h));
-            nblk = blk_of(NST - 1);
-        }
-        for (int h = 0; h < 2 * ntiles; h++) {
-            const int k = h / 2, b = k % 2;
-            wg_bar_sync(WF_PBAR, 128); /* every thread is done widening half h - 1: its stage is free */
-            if (w0) {
-                issue(h + NST - 1, nblk);
-                nblk = blk_of(h + NST);
-            }
-            wg_mb_wait(landed + 8 * (h % NST), (h / NST) & 1); /* half h has landed */
-            if (h % 2 == 0 && k >= 2) wg_mb_wait(empty + 8 * b, (k / 2 - 1) & 1); /* tile k - 2's P V done */
-            dm_widen_e4m3<DS, WF_RN, 128>(raw + h % NST * WF_RN * g.rb, g.rb, kb + b * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
-                                          min(WD_NK, j1 - (j0 + k * WD_NK)) - h % 2 * WF_RN, u);
-            if (h % 2) {
-                wg_proxy_fence(); /* this thread's widened rows, visible to wgmma */
-                wg_mb_arrive(full + 8 * b);
-            }
-        }
-        return; /* every copy issued has landed: each half was waited for */
+    if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2 */
+        const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid - 128};
+        if constexpr (PL)
+            wf_produce_regs<DS>(p);
+        else
+            wf_produce_ring<DS, NST>(p);
+        return;
     }
 
     const int warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
@@ -252,27 +374,35 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
            gpu_decode_wt_fits(kv, h);
 }
 
-template <int NW, int DS, int NST> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+template <int NW, int DS, int PL, int NST> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, NST>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    k_attn_decode_wf<NW, DS, PL, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
 
-/* As many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles (fp8_ds_mla h16: 3,
- * 232,192 B; h32: 2). */
+/* MLA_GPU_DECODE_WF=2, read once: the producer loads into registers (PL 1) instead of the raw ring. */
+static int wf_regs_on(void)
+{
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF", 2) == 2;
+    return on;
+}
+
+/* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
+ * (fp8_ds_mla h16: 3, 232,192 B; h32: 2). */
 template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
-    if (wf_shm(NW, 3, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 3>(st, a, g);
-    if (wf_shm(NW, 2, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 2>(st, a, g);
+    if (wf_regs_on()) return wf_launch<NW, DS, 1, 0>(st, a, g);
+    if (wf_shm(NW, 3, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 0, 3>(st, a, g);
+    if (wf_shm(NW, 2, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 0, 2>(st, a, g);
     return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
 }
 
