@@ -8,7 +8,7 @@
  * (kfree[], vfree[]: 256 arrivals). The default wgmma prefill since 2026-12-04 (bit-identical to the
  * pipe kernel, 1.12-1.21x it on P1, H200, gpu/bench/KERNELS.md "ws v1"); MLA_GPU_PREFILL_WS=0 gives the
  * pipe kernel, =2 adds gpu_prefill_pong.hip's turns of the consumers at the tensor cores (slower), =3
- * and =4 the persistent forms below (=3 slower but at b16 s 1024, =4 not yet run).
+ * and =4 the persistent forms below (both slower but at b16 s 1024: 1.015x and 1.043x ws, H200 2026-12-04).
  *
  * Why (ncu of the pipe kernel, H200 2026-12-04, P1 s 4096, c6b1d58): tensor pipe 39% busy, 68% of
  * cycles without an eligible warp, the stalls those of one tile's chain (barrier, S, its wait, the
