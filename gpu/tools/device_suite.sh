@@ -28,7 +28,8 @@
 #           counts as CSV), all in $OUT/profile.tgz
 #   bench   mla_gpu_bench (BENCH_KERNELS, default mma; BENCH_ARGS e.g. --quick), then
 #           gpu/bench/torch_side_by_side.py at the same shapes in the same session, and
-#           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there)
+#           gpu/bench/roofline.py (fraction of the roofline per row, roofline.svg when gnuplot is there) and
+#           gpu/bench/targets.py (issue 14's speed targets, met or missed, per row)
 #   gemm    mla_gpu_bench --gemm (GEMM_ARGS e.g. --quick): the projection GEMMs' SIMT and tensor-core kernels,
 #           bf16 and block fp8, checked against float64 sums, batch invariance, timed; $OUT/gemm.md. Then one
 #           v3-layer forward end to end (mlacheck bench --attn tc, prefill of GEMM_TOKENS, default 4096, and 32
@@ -80,6 +81,7 @@ if want bench; then
     python3 gpu/bench/torch_side_by_side.py "$OUTDIR/bench.tsv" --out "$OUTDIR/torch.tsv" | tee -a "$OUTDIR/bench.md"
     echo "torch side by side: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
     python3 gpu/bench/roofline.py "$OUTDIR/bench.tsv" --svg "$OUTDIR/roofline.svg" >>"$OUTDIR/bench.md" 2>&1
+    python3 gpu/bench/targets.py "$OUTDIR/bench.tsv" --torch "$OUTDIR/torch.tsv" | tee -a "$OUTDIR/bench.md" | tail -1
 fi
 if want gemm; then
     t0=$(date +%s)

@@ -3,7 +3,8 @@
  * timed with device events; its table and DIR/kernels.tsv), then, when torch and a CUDA device are
  * there, what users would run instead at the same shapes (gpu/bench/torch_side_by_side.py:
  * DIR/kernels-torch.tsv), then the fraction of the roofline reached (gpu/bench/roofline.py, the plot
- * DIR/kernels-roofline.svg where gnuplot is installed). mla_gpu_bench is the one next to this mlacheck
+ * DIR/kernels-roofline.svg where gnuplot is installed) and each speed target met or missed
+ * (gpu/bench/targets.py). mla_gpu_bench is the one next to this mlacheck
  * (../gpu/mla_gpu_bench in the build tree) or $MLA_GPU_BENCH. Exit: mla_gpu_bench's (0; 1 a kernel
  * failed its check; 3 a device error; 77 no device, or no GPU engine built); a missing torch or gnuplot
  * leaves their parts out with a line saying so, never a failure of the kernels. */
@@ -96,9 +97,10 @@ int cli_bench_kernels(int quick, const char *results)
         fprintf(stderr, "mlacheck bench --kernels: %s exited 0 but wrote no table at %s\n", bench, tsv);
         return CLI_EXIT_ENGINE;
     }
-    char torch_py[PATH_MAX], roof_py[PATH_MAX];
+    char torch_py[PATH_MAX], roof_py[PATH_MAX], targets_py[PATH_MAX];
     snprintf(torch_py, sizeof torch_py, "%s/gpu/bench/torch_side_by_side.py", MLA_SOURCE_DIR);
     snprintf(roof_py, sizeof roof_py, "%s/gpu/bench/roofline.py", MLA_SOURCE_DIR);
+    snprintf(targets_py, sizeof targets_py, "%s/gpu/bench/targets.py", MLA_SOURCE_DIR);
     fflush(stdout);
     char *targv[] = {"python3", torch_py, tsv, "--out", torch_tsv, NULL};
     int trc = run_child(targv);
@@ -109,6 +111,10 @@ int cli_bench_kernels(int quick, const char *results)
     int rrc = run_child(rargv);
     if (rrc == 3) printf("roofline plot: left out (no gnuplot)\n");
     else if (rrc != 0) printf("roofline: left out (%s exited %d)\n", roof_py, rrc);
+    fflush(stdout);
+    char *gargv[] = {"python3", targets_py, tsv, trc == 0 ? "--torch" : NULL, torch_tsv, NULL};
+    int grc = run_child(gargv);
+    if (grc != 0) printf("targets: left out (%s exited %d)\n", targets_py, grc);
     printf("\nkernels: %s%s%s%s%s\n", tsv, trc == 0 ? ", " : "", trc == 0 ? torch_tsv : "", rrc == 0 ? ", " : "",
            rrc == 0 ? svg : "");
     return CLI_EXIT_PASS;

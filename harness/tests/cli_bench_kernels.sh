@@ -1,8 +1,8 @@
 #!/bin/sh
 # mlacheck bench --kernels with stand-ins for mla_gpu_bench (MLA_GPU_BENCH): its exit codes carried
 # over (77 no device, 1 a failed check, 3 anything else), a table it did not write refused, --quick
-# passed on, and with a table the roofline fractions printed (torch's part left out with a line where
-# torch or a CUDA device is missing). Usage: cli_bench_kernels.sh MLACHECK WORKDIR
+# passed on, and with a table the roofline fractions and the speed targets printed (torch's part left
+# out with a line where torch or a CUDA device is missing). Usage: cli_bench_kernels.sh MLACHECK WORKDIR
 set -u
 M=$1 D=$2
 rm -rf "$D" && mkdir -p "$D" || exit 1
@@ -34,6 +34,11 @@ grep -q -- "--tsv $D/r1/kernels.tsv --quick" "$D/ok.args" || fail "--tsv and --q
 grep -q "stand-in table" "$D/o1" || fail "mla_gpu_bench's table not shown"
 grep -q "| prefill-m | bf16 | 1 | 8192 | 128 | 8192 | 2273.7 | 784 | 427.2 | 54% |" "$D/o1" ||
     { cat "$D/o1"; fail "the roofline row of the prefill is missing or wrong"; }
+grep -q "| decode memory-bound >= 3,300 GB/s | bf16 b128 s_k 8192 h16 s_q 1 | 3,309 GB/s | 100.3% | met |" "$D/o1" ||
+    { cat "$D/o1"; fail "the decode target's row is missing or wrong"; }
+grep -q "| prefill P1 s 8k, 16k >= 500 TFLOP/s | bf16 b1 s_k 8192 h128 s_q 8192 | 427.2 TFLOP/s | 85.4% | MISSED |" "$D/o1" ||
+    { cat "$D/o1"; fail "the prefill target's row is missing or wrong"; }
+grep -q "targets: 1 of 2 rows met" "$D/o1" || fail "the targets' count is missing or wrong"
 grep -q "torch side by side" "$D/o1" || python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null ||
     fail "torch without CUDA here, but no line saying the side by side was left out"
 
