@@ -21,24 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(MLA_GPU_HIP)
-
-/* AMD: no MFMA version yet (gpu/NOTES.md); the engine keeps the SIMT kernels there. */
-extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
-{
-    (void)kv;
-    (void)h;
-    return 0;
-}
-extern "C" int gpu_decode_mma_heads(int h) { return h; }
-extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a)
-{
-    (void)st;
-    (void)a;
-    return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: the tensor-core decode kernel is NVIDIA-only");
-}
-
-#else
+#if !defined(MLA_GPU_HIP) /* AMD: gpu_decode_mfma.hip */
 
 #include "gpu_decode_mma.h"
 
