@@ -4,8 +4,9 @@
  * tiles; one consumer warpgroup (threads 0-127) holds every head of the block (N = NW, 16 or 32) and
  * only runs S^T, the softmax and P V, issuing S^T of the next tile behind P V of this one. The producer
  * fetches through a ring of raw half tiles in shared memory (PL 0, the default) or straight into its
- * registers (PL 1, MLA_GPU_DECODE_WF=2). The default for those caches (MLA_GPU_DECODE_WF=0: the wt
- * kernel); versions and measurements: gpu/bench/KERNELS.md "wf".
+ * registers (PL 1, MLA_GPU_DECODE_WF=2). The default for those caches up to 16 heads (MLA_GPU_DECODE_WF=0:
+ * the wt kernel; 17-32 heads opt-in, gpu_decode_wf_fits); versions and measurements: gpu/bench/KERNELS.md
+ * "wf".
  *
  * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
  * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two
@@ -97,9 +98,10 @@ template <int DS, int NST> __device__ __forceinline__ void wf_produce_ring(const
 }
 
 /* PL 1: no raw ring: each producer thread loads its quarter of a row (16-byte chunks q + 4 i of its 41
- * (fp8_ds_mla) or 36; fp8_ds_mla's scale chunk too) straight into registers, two halves at a time in
- * flight, and widens from there: no shared-memory write and read of the raw rows (84 KB a tile), no
- * barrier among the producer's warps. */
+ * (fp8_ds_mla) or 36; fp8_ds_mla's scale chunk too) straight into registers, the other half's loads in
+ * flight while it widens one, and widens from there: no shared-memory write and read of the raw rows
+ * (84 KB a tile), no barrier among the producer's warps. Slower (661.3 us at fp8_ds_mla h16 against the
+ * ring's 455.1, H200 2026-12-04): the widening waits on loads issued one half earlier. */
 template <int DS> struct wf_regs {
     static constexpr int CH = DS ? (WD_C + 16 + 2 * (WD_L - WD_C)) / 16 : WD_L / 16; /* 16-byte chunks a row */
     static constexpr int PER = (CH + 3) / 4, CODES = DS ? WD_C / 16 : CH;               /* a thread's; of codes */
@@ -365,12 +367,14 @@ template <int NW, int DS, int PL, int NST> __global__ void __launch_bounds__(DM_
     }
 }
 
-/* MLA_GPU_DECODE_WF=0, read once: the wt kernel instead (comparisons). */
+/* MLA_GPU_DECODE_WF, read once: 0 the wt kernel instead (comparisons); unset up to 16 heads; 1 or 2
+ * (the register producer) up to 32: the 32-head form (N 32) is compiled but has not run on the H200
+ * yet, so wt keeps 17 to 32 heads by default until it has. */
 int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
 {
-    static const int off = gpu_env_off("MLA_GPU_DECODE_WF");
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF"), set = gpu_env_switch("MLA_GPU_DECODE_WF", 2);
     const mla_kv_format f = kv->codec.format;
-    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 &&
+    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= (set ? 32 : 16) &&
            gpu_decode_wt_fits(kv, h);
 }
 
