@@ -81,17 +81,12 @@ typedef struct mf_block {
 MLA_HD mf_block mf_block_of(const mf_args &a, const mf_geom &g, int t, int hg, int sp)
 {
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    const int pos = s.n_past + (t - s.tok0);
-    int total = pos + 1 + a.causal_plus;
-    if (total > s.n_past + s.n_new) total = s.n_past + s.n_new;
-    const int per = (total + a.splits - 1) / a.splits;
     mf_block b;
     b.t = t;
     b.h0 = hg * MF_HM;
     b.sp = sp;
     b.slot = s.slot;
-    b.j0 = sp * per < total ? sp * per : total;
-    b.j1 = b.j0 + per < total ? b.j0 + per : total;
+    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &b.j0, &b.j1);
     b.ntiles = (b.j1 - b.j0 + g.nk - 1) / g.nk;
     return b;
 }

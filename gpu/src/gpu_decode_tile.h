@@ -60,16 +60,11 @@ MLA_HD dt_block dt_block_of(const dt_args &a, int t, int g, int sp)
 {
     dt_block b;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    int pos = s.n_past + (t - s.tok0);
-    int total = pos + 1 + a.causal_plus;
-    if (total > s.n_past + s.n_new) total = s.n_past + s.n_new;
-    int per = (total + a.splits - 1) / a.splits;
     b.t = t;
     b.h0 = g * DT_HG;
     b.split = sp;
     b.slot = s.slot;
-    b.j0 = sp * per < total ? sp * per : total;
-    b.j1 = b.j0 + per < total ? b.j0 + per : total;
+    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &b.j0, &b.j1);
     return b;
 }
 
