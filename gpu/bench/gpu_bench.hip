@@ -603,7 +603,8 @@ int main(int argc, char **argv)
         {MLA_KV_BF16, 128, 4096, 16, 2, 0}, {MLA_KV_BF16, 128, 4096, 64, 2, 0},  {MLA_KV_BF16, 128, 8192, 128, 2, 0},
         {MLA_KV_BF16, 128, 4096, 16, 1, 1}, {MLA_KV_BF16, 128, 4096, 128, 1, 1}, {MLA_KV_FP8, 128, 8192, 16, 1, 0},
         {MLA_KV_FP8_DS, 128, 8192, 64, 1, 0}, {MLA_KV_FP8_DS, 128, 8192, 128, 1, 0}, {MLA_KV_FP8, 128, 8192, 128, 1, 0},
-        {MLA_KV_BF16, 4, 32768, 16, 1, 0},  {MLA_KV_BF16, 16, 32768, 128, 1, 0},
+        {MLA_KV_BF16, 4, 32768, 16, 1, 0},  {MLA_KV_BF16, 16, 32768, 128, 1, 0}, {MLA_KV_FP8, 128, 8192, 32, 1, 0},
+        {MLA_KV_FP8_DS, 128, 8192, 32, 1, 0},
     };
     const int n_dw = (int)(sizeof dw / sizeof dw[0]);
     result_row rows[128];

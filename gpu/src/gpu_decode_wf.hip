@@ -30,12 +30,12 @@
 #define WF_PBAR 2 /* the producer's named barrier (1: the consumer warpgroup's) */
 
 /* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles (none
- * when the producer loads into registers), the consumers' column reductions (4 warps x NW), four
- * mbarriers (full[2], empty[2]). */
+ * when the producer loads into registers), the consumers' column reductions (4 warps x NW), the
+ * mbarriers full[2], empty[2], rfull[NST], rempty[NST] (the last two: PL 2's raw ring). */
 static size_t wf_shm(int nw, int nst, int rb)
 {
     return 1024 + 2 * (size_t)WD_TILE + (size_t)nw * (2 * WD_L + WG_ATOM_ROW) + (size_t)nst * WF_RN * rb + 4 * (size_t)nw * 4 +
-           4 * 8;
+           (4 + 2 * (size_t)nst) * 8;
 }
 
 /* The producer's shared state: the block's rows [j0, j1) of the sequence in slot, ntiles tiles. */
@@ -174,6 +174,45 @@ template <int DS> struct wf_regs {
     }
 };
 
+/* PL 2: the copy engine fetches each raw half with one cp.async.bulk a run of its rows that lies in one
+ * page (one copy a half when pages hold whole halves), issued by a copy warp up to NST halves ahead;
+ * rfull[s] completes when stage s's bytes have landed, rempty[s] when the 128 threads widening it have
+ * read it. The widening warpgroups then only widen: NPW of them take turns by half (h % NPW), so with 2
+ * each tile is widened by both at once. */
+template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane)
+{
+    const int rb = p.g.rb, bs = p.a.kv.block_size;
+    for (int h = 0; h < 2 * p.ntiles; h++) {
+        const int s = h % NST, c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
+        if (h >= NST) wg_mb_wait(rempty + 8 * s, (h / NST - 1) & 1);
+        if (lane == 0) {
+            if (n > 0)
+                wg_mb_expect_tx(rfull + 8 * s, n * rb);
+            else
+                wg_mb_arrive(rfull + 8 * s); /* the last tile's second half past the split: zeros, no bytes */
+        }
+        __syncwarp();
+        if (lane < n && (lane == 0 || c % bs == 0)) /* the first row of a run within one page */
+            wg_bulk_copy(tc_smem(p.raw + (s * WF_RN + lane) * rb), kv_row(p.a.kv, p.slot, c), min(bs - c % bs, n - lane) * rb,
+                         rfull + 8 * s);
+    }
+}
+
+/* widening warpgroup w of NPW: halves w, w + NPW, ... The slot wait comes before the rfull wait: it
+ * proves the stage's previous half was widened, so no waiter is two phases behind an rfull. */
+template <int DS, int NST, int NPW> __device__ __forceinline__ void wf_widen_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int w)
+{
+    for (int h = w; h < 2 * p.ntiles; h += NPW) {
+        const int k = h / 2, s = h % NST;
+        if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
+        wg_mb_wait(rfull + 8 * s, (h / NST) & 1);
+        dm_widen_e4m3<DS, WF_RN, 128>(p.raw + s * WF_RN * p.g.rb, p.g.rb, p.kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
+                                      min(WD_NK, p.j1 - (p.j0 + k * WD_NK)) - h % 2 * WF_RN, p.u);
+        wg_mb_arrive(rempty + 8 * s);
+        if (NPW == 2 || h % 2) p.tile_done(k);
+    }
+}
+
 template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod &p)
 {
     const int j = p.u / 4, q = p.u % 4;
@@ -195,8 +234,12 @@ template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod 
     }
 }
 
-/* NST raw half stages (PL 0), or none (PL 1: registers). */
-template <int NW, int DS, int PL, int NST> __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
+/* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp */
+template <int PL, int NPW> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? 32 : 0); }
+
+/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only). */
+template <int NW, int DS, int PL, int NST, int NPW>
+__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
@@ -205,7 +248,7 @@ template <int NW, int DS, int PL, int NST> __global__ void __launch_bounds__(DM_
     uint8_t *kb = wg_align1024(wf_mem);
     uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
     float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
-    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16; /* mbarriers */
+    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, rfull = full + 32, rempty = rfull + 8 * NST; /* mbarriers */
 
     const int tid = threadIdx.x, wg = wg_index();
     const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
@@ -215,19 +258,31 @@ template <int NW, int DS, int PL, int NST> __global__ void __launch_bounds__(DM_
     const int per = (total + a.splits - 1) / a.splits;
     const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
     if (tid == 0) {
-        wg_mb_init(full, 128);
-        wg_mb_init(full + 8, 128);
+        wg_mb_init(full, 128 * NPW);
+        wg_mb_init(full + 8, 128 * NPW);
         wg_mb_init(empty, 128);
         wg_mb_init(empty + 8, 128);
+        if (PL == 2)
+            for (int i = 0; i < NST; i++) {
+                wg_mb_init(rfull + 8 * i, 1);
+                wg_mb_init(rempty + 8 * i, 128);
+            }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); /* visible to the copy engine */
     }
     __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
 
-    if (wg == 1) { /* producer: half h is rows [32 (h % 2), +32) of tile h / 2 */
-        const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid - 128};
-        if constexpr (PL)
+    if (wg >= 1) { /* producers: half h is rows [32 (h % 2), +32) of tile h / 2 */
+        const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid % 128};
+        if constexpr (PL == 2) {
+            if (wg > NPW)
+                wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
+            else
+                wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
+        } else if constexpr (PL == 1) {
             wf_produce_regs<DS>(p);
-        else
+        } else {
             wf_produce_ring<DS, NST>(p);
+        }
         return;
     }
 
@@ -378,17 +433,17 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
            gpu_decode_wt_fits(kv, h);
 }
 
-template <int NW, int DS, int PL, int NST> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+template <int NW, int DS, int PL, int NST, int NPW = 1> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    k_attn_decode_wf<NW, DS, PL, NST, NPW><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -400,14 +455,30 @@ static int wf_regs_on(void)
     return on;
 }
 
+/* MLA_GPU_DECODE_WF_BULK, read once: 1 the copy engine fetches the raw halves (PL 2) with one widening
+ * warpgroup, 2 with two; unset or 0 the cp.async ring (PL 0). */
+static int wf_bulk(void)
+{
+    static const int v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 2);
+    return v;
+}
+
 /* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
- * (fp8_ds_mla h16: 3, 232,192 B; h32: 2). */
+ * (fp8_ds_mla h16: 3, 232,272 B; h32: 2). */
 template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (wf_regs_on()) return wf_launch<NW, DS, 1, 0>(st, a, g);
-    if (wf_shm(NW, 3, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 0, 3>(st, a, g);
-    if (wf_shm(NW, 2, g.rb) <= DM_SHM_MAX) return wf_launch<NW, DS, 0, 2>(st, a, g);
-    return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
+    const int nst = wf_shm(NW, 3, g.rb) <= DM_SHM_MAX ? 3 : 2;
+    if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
+    switch (wf_bulk() * 2 + (nst == 3)) {
+    case 5: return wf_launch<NW, DS, 2, 3, 2>(st, a, g);
+    case 4: return wf_launch<NW, DS, 2, 2, 2>(st, a, g);
+    case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
+    case 2: return wf_launch<NW, DS, 2, 2, 1>(st, a, g);
+    case 1: return wf_launch<NW, DS, 0, 3>(st, a, g);
+    default: return wf_launch<NW, DS, 0, 2>(st, a, g);
+    }
 }
 
 mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)

@@ -97,6 +97,21 @@ __device__ __forceinline__ void wg_mb_wait(uint32_t bar, int parity)
                  : "memory");
 }
 
+/* One arrival on bar that also expects bytes more of transaction (bulk copies completing on it). */
+__device__ __forceinline__ void wg_mb_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+/* bytes (a multiple of 16, both addresses 16-byte aligned) from global src to shared dst by the copy
+ * engine (one instruction), completing its bytes on the mbarrier bar. */
+__device__ __forceinline__ void wg_bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
 /* Pins registers in flight for a wgmma group to the program order of the waits: after wg_wait, an empty
  * asm that "writes" them keeps the compiler from moving their reads above the wait, or from reusing
  * them (an A operand read from registers) for other values before it (CUTLASS's
