@@ -179,11 +179,20 @@ template <int DS> struct wf_regs {
  * rfull[s] completes when stage s's bytes have landed, rempty[s] when the 128 threads widening it have
  * read it. The widening warpgroups then only widen: NPW of them take turns by half (h % NPW), so with 2
  * each tile is widened by both at once. */
-template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane)
+template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane, int pf)
 {
     const int rb = p.g.rb, bs = p.a.kv.block_size;
+    /* half h into L2 (pf halves ahead of the copies: bytes in flight beyond the shared ring) */
+    auto prefetch = [&](int h) {
+        const int c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
+        if (h < 2 * p.ntiles && lane < n && (lane == 0 || c % bs == 0))
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(kv_row(p.a.kv, p.slot, c)), "r"(min(bs - c % bs, n - lane) * rb)
+                         : "memory");
+    };
+    for (int h = NST; h < pf; h++) prefetch(h);
     for (int h = 0; h < 2 * p.ntiles; h++) {
         const int s = h % NST, c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
+        if (pf > NST) prefetch(h + pf);
         if (h >= NST) wg_mb_wait(rempty + 8 * s, (h / NST - 1) & 1);
         if (lane == 0) {
             if (n > 0)
@@ -239,7 +248,7 @@ template <int PL, int NPW> constexpr int wf_threads() { return 128 * (1 + NPW) +
 
 /* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only). */
 template <int NW, int DS, int PL, int NST, int NPW>
-__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g)
+__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int pf)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
@@ -275,7 +284,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid % 128};
         if constexpr (PL == 2) {
             if (wg > NPW)
-                wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
+                wf_copy_bulk<NST>(p, rfull, rempty, tid % 32, pf);
             else
                 wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
         } else if constexpr (PL == 1) {
@@ -422,15 +431,22 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     }
 }
 
-/* MLA_GPU_DECODE_WF, read once: 0 the wt kernel instead (comparisons); unset up to 16 heads; 1 or 2
- * (the register producer) up to 32: the 32-head form (N 32) is compiled but has not run on the H200
- * yet, so wt keeps 17 to 32 heads by default until it has. */
+/* MLA_GPU_DECODE_WF, read once: 0 the wt kernel instead (comparisons). Up to 32 heads: the 32-head form
+ * (N 32) ran bit-identical to wt at b 128 s_k 8192 h32, fp8 470.9 us against wt's 583.4 (H200, 2026-12-04,
+ * results/published/2026-12-04-h200-s15). */
 int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
 {
-    static const int off = gpu_env_off("MLA_GPU_DECODE_WF"), set = gpu_env_switch("MLA_GPU_DECODE_WF", 2);
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF");
     const mla_kv_format f = kv->codec.format;
-    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= (set ? 32 : 16) &&
-           gpu_decode_wt_fits(kv, h);
+    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
+}
+
+/* MLA_GPU_DECODE_WF_PF, read once: PL 2's copy warp prefetches into L2 2 x this many halves (tiles) ahead of
+ * its copies (0: none) */
+static int wf_prefetch(void)
+{
+    static const int v = 2 * gpu_env_switch("MLA_GPU_DECODE_WF_PF", 9);
+    return v;
 }
 
 template <int NW, int DS, int PL, int NST, int NPW = 1> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
@@ -443,7 +459,7 @@ template <int NW, int DS, int PL, int NST, int NPW = 1> static mla_status wf_lau
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g);
+    k_attn_decode_wf<NW, DS, PL, NST, NPW><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_prefetch());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -455,12 +471,14 @@ static int wf_regs_on(void)
     return on;
 }
 
-/* MLA_GPU_DECODE_WF_BULK, read once: 1 the copy engine fetches the raw halves (PL 2) with one widening
- * warpgroup, 2 with two; unset or 0 the cp.async ring (PL 0). */
-static int wf_bulk(void)
+/* The raw halves' route (PL 0 or 2) and widening warpgroups: MLA_GPU_DECODE_WF_BULK, read once: 0 the
+ * cp.async ring, 1 the copy engine (PL 2) with one widening warpgroup, 2 with two. Unset: 2 up to 16
+ * heads (fp8_ds_mla h16 373.3 us, against 391.7 with one and 450.9 for the ring; bit-identical), the
+ * ring for 17-32 (PL 2 at N 32 spills: 844.2 us against the ring's 470.9 at fp8 h32; H200, 2026-12-04). */
+static int wf_bulk(int nw)
 {
-    static const int v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 2);
-    return v;
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_BULK"), v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 2);
+    return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
 }
 
 /* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
@@ -471,7 +489,7 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     const int nst = wf_shm(NW, 3, g.rb) <= DM_SHM_MAX ? 3 : 2;
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
-    switch (wf_bulk() * 2 + (nst == 3)) {
+    switch (wf_bulk(NW) * 2 + (nst == 3)) {
     case 5: return wf_launch<NW, DS, 2, 3, 2>(st, a, g);
     case 4: return wf_launch<NW, DS, 2, 2, 2>(st, a, g);
     case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
