@@ -31,11 +31,11 @@
 
 /* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles (none
  * when the producer loads into registers), the consumers' column reductions (4 warps x NW), the
- * mbarriers full[2], empty[2], rfull[NST], rempty[NST] (the last two: PL 2's raw ring). */
+ * mbarriers full[2], empty[2], rfull[2 NST], rempty[NST] (the last two: PL 2's raw ring). */
 static size_t wf_shm(int nw, int nst, int rb)
 {
     return 1024 + 2 * (size_t)WD_TILE + (size_t)nw * (2 * WD_L + WG_ATOM_ROW) + (size_t)nst * WF_RN * rb + 4 * (size_t)nw * 4 +
-           (4 + 2 * (size_t)nst) * 8;
+           (4 + 3 * (size_t)nst) * 8;
 }
 
 /* The producer's shared state: the block's rows [j0, j1) of the sequence in slot, ntiles tiles. */
@@ -175,10 +175,16 @@ template <int DS> struct wf_regs {
 };
 
 /* PL 2: the copy engine fetches each raw half with one cp.async.bulk a run of its rows that lies in one
- * page (one copy a half when pages hold whole halves), issued by a copy warp up to NST halves ahead;
- * rfull[s] completes when stage s's bytes have landed, rempty[s] when the 128 threads widening it have
- * read it. The widening warpgroups then only widen: NPW of them take turns by half (h % NPW), so with 2
- * each tile is widened by both at once. */
+ * page (one copy a half when pages hold whole halves), issued by a copy warp up to NST halves ahead into
+ * stage h % NST; rfull[h % (2 NST)] completes when half h's bytes have landed, rempty[h % NST] when the
+ * 128 threads widening it have read it. The widening warpgroups then only widen: NPW of them take turns
+ * by half (h % NPW), so with 2 each tile is widened by both at once.
+ * Why 2 NST rfull barriers: with NST 3 and NPW 2 a stage's halves alternate between the warpgroups, and
+ * the waiter of half h + 3 may come to its stage's barrier before half h's bytes have landed (bulk copies
+ * need not complete in order): the parity it waits for is then the one of the phase before, already
+ * complete, and it would widen half h's bytes (or none) as h + 3. Barrier h % (2 NST) is waited on by one
+ * warpgroup only, in order, so no waiter falls a phase behind. (With one rfull a stage, the 2026-12-04
+ * runs with L2 prefetch, which shifts copy latencies, failed "unspecified launch failure".) */
 template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane, int pf)
 {
     const int rb = p.g.rb, bs = p.a.kv.block_size;
@@ -193,28 +199,27 @@ template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p
     for (int h = 0; h < 2 * p.ntiles; h++) {
         const int s = h % NST, c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
         if (pf > NST) prefetch(h + pf);
+        const uint32_t bar = rfull + 8 * (h % (2 * NST));
         if (h >= NST) wg_mb_wait(rempty + 8 * s, (h / NST - 1) & 1);
         if (lane == 0) {
             if (n > 0)
-                wg_mb_expect_tx(rfull + 8 * s, n * rb);
+                wg_mb_expect_tx(bar, n * rb);
             else
-                wg_mb_arrive(rfull + 8 * s); /* the last tile's second half past the split: zeros, no bytes */
+                wg_mb_arrive(bar); /* the last tile's second half past the split: zeros, no bytes */
         }
         __syncwarp();
         if (lane < n && (lane == 0 || c % bs == 0)) /* the first row of a run within one page */
-            wg_bulk_copy(tc_smem(p.raw + (s * WF_RN + lane) * rb), kv_row(p.a.kv, p.slot, c), min(bs - c % bs, n - lane) * rb,
-                         rfull + 8 * s);
+            wg_bulk_copy(tc_smem(p.raw + (s * WF_RN + lane) * rb), kv_row(p.a.kv, p.slot, c), min(bs - c % bs, n - lane) * rb, bar);
     }
 }
 
-/* widening warpgroup w of NPW: halves w, w + NPW, ... The slot wait comes before the rfull wait: it
- * proves the stage's previous half was widened, so no waiter is two phases behind an rfull. */
+/* widening warpgroup w of NPW: halves w, w + NPW, ... */
 template <int DS, int NST, int NPW> __device__ __forceinline__ void wf_widen_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int w)
 {
     for (int h = w; h < 2 * p.ntiles; h += NPW) {
         const int k = h / 2, s = h % NST;
         if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
-        wg_mb_wait(rfull + 8 * s, (h / NST) & 1);
+        wg_mb_wait(rfull + 8 * (h % (2 * NST)), (h / (2 * NST)) & 1);
         dm_widen_e4m3<DS, WF_RN, 128>(p.raw + s * WF_RN * p.g.rb, p.g.rb, p.kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
                                       min(WD_NK, p.j1 - (p.j0 + k * WD_NK)) - h % 2 * WF_RN, p.u);
         wg_mb_arrive(rempty + 8 * s);
@@ -257,7 +262,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     uint8_t *kb = wg_align1024(wf_mem);
     uint8_t *qs = kb + 2 * WD_TILE, *ps = qs + QW, *raw = ps + NW * WG_ATOM_ROW;
     float *red = reinterpret_cast<float *>(raw + NST * WF_RN * g.rb); /* [warp][column] */
-    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, rfull = full + 32, rempty = rfull + 8 * NST; /* mbarriers */
+    const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, rfull = full + 32, rempty = rfull + 16 * NST; /* mbarriers */
 
     const int tid = threadIdx.x, wg = wg_index();
     const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
@@ -274,6 +279,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         if (PL == 2)
             for (int i = 0; i < NST; i++) {
                 wg_mb_init(rfull + 8 * i, 1);
+                wg_mb_init(rfull + 8 * (NST + i), 1);
                 wg_mb_init(rempty + 8 * i, 128);
             }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); /* visible to the copy engine */
