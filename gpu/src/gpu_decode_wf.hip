@@ -1,12 +1,13 @@
 /* gpu_decode_wf.hip: the transposed wgmma decode (gpu_decode_wt.hip) over an e4m3fn cache (per-tensor
- * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: a producer warpgroup (threads
- * 128-255) fetches the raw rows in 32-row half tiles and widens them, exactly, into a ring of two bf16
- * tiles; one consumer warpgroup (threads 0-127) holds every head of the block (N = NW, 16 or 32) and
- * only runs S^T, the softmax and P V, issuing S^T of the next tile behind P V of this one. The producer
- * fetches through a ring of raw half tiles in shared memory (PL 0, the default) or straight into its
- * registers (PL 1, MLA_GPU_DECODE_WF=2). The default for those caches up to 16 heads (MLA_GPU_DECODE_WF=0:
- * the wt kernel; 17-32 heads opt-in, gpu_decode_wf_fits); versions and measurements: gpu/bench/KERNELS.md
- * "wf".
+ * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: producers fetch the raw rows in
+ * 32-row half tiles and widen them, exactly, into a ring of two bf16 tiles; one consumer warpgroup
+ * (threads 0-127) holds every head of the block (N = NW, 16 or 32) and only runs S^T, the softmax and
+ * P V, issuing S^T of the next tile behind P V of this one. The raw halves come by the copy engine
+ * (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default up to 16 heads), through a
+ * cp.async ring in shared memory (PL 0: one producer warpgroup; the default for 17-32 heads) or straight
+ * into the producer's registers (PL 1, MLA_GPU_DECODE_WF=2); wf_bulk says why. The default decode of
+ * those caches up to 32 heads (MLA_GPU_DECODE_WF=0: the wt kernel); versions and measurements:
+ * gpu/bench/KERNELS.md "wf".
  *
  * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
  * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two
@@ -251,8 +252,10 @@ template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod 
 /* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp */
 template <int PL, int NPW> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? 32 : 0); }
 
-/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only). */
-template <int NW, int DS, int PL, int NST, int NPW>
+/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only);
+ * ER: the consumer frees tile it's slot when P V of it has completed, before S^T of tile it + 1 has (0:
+ * once both have). */
+template <int NW, int DS, int PL, int NST, int NPW, int ER>
 __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int pf)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
@@ -403,10 +406,22 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
                 wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
         wg_commit();
         if (more) issue_s(it + 1);
-        wg_wait<0>(); /* P V of tile it, and S^T of tile it + 1 */
-        wg_fence_operand(sc);
-        wg_fence_operand(o);
-        wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
+        if (ER) { /* Why: the producers widen tile it + 2 into slot b while S^T of tile it + 1 runs, not after it
+                   * (with two bf16 slots, slot b is the only one they can fill) */
+            if (more)
+                wg_wait<1>(); /* P V of tile it (S^T of tile it + 1: the group after it) */
+            else
+                wg_wait<0>();
+            wg_fence_operand(o);
+            wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
+            wg_wait<0>();
+            wg_fence_operand(sc);
+        } else {
+            wg_wait<0>(); /* P V of tile it, and S^T of tile it + 1 */
+            wg_fence_operand(sc);
+            wg_fence_operand(o);
+            wg_mb_arrive(empty + 8 * b);
+        }
     }
 
     /* column sums: over the 8 lanes of a column, then the 4 warps */
@@ -455,17 +470,18 @@ static int wf_prefetch(void)
     return v;
 }
 
-template <int NW, int DS, int PL, int NST, int NPW = 1> static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
+template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 1>
+static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW, ER>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_prefetch());
+    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_prefetch());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -487,6 +503,15 @@ static int wf_bulk(int nw)
     return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
 }
 
+/* MLA_GPU_DECODE_WF_ER, read once: 0 frees a bf16 slot once S^T of the next tile has completed too (the
+ * kernel before 2026-12-05; only in the default forms, PL 2 at NST 3 and NPW 2, PL 0 at NST 2, for
+ * comparison) */
+static int wf_early(void)
+{
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_ER");
+    return !off;
+}
+
 /* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
  * (fp8_ds_mla h16: 3, 232,272 B; h32: 2). */
 template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
@@ -496,12 +521,12 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
     switch (wf_bulk(NW) * 2 + (nst == 3)) {
-    case 5: return wf_launch<NW, DS, 2, 3, 2>(st, a, g);
+    case 5: return wf_early() ? wf_launch<NW, DS, 2, 3, 2>(st, a, g) : wf_launch<NW, DS, 2, 3, 2, 0>(st, a, g);
     case 4: return wf_launch<NW, DS, 2, 2, 2>(st, a, g);
     case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
     case 2: return wf_launch<NW, DS, 2, 2, 1>(st, a, g);
     case 1: return wf_launch<NW, DS, 0, 3>(st, a, g);
-    default: return wf_launch<NW, DS, 0, 2>(st, a, g);
+    default: return wf_early() ? wf_launch<NW, DS, 0, 2>(st, a, g) : wf_launch<NW, DS, 0, 2, 1, 0>(st, a, g);
     }
 }
 
