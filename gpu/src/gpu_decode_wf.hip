@@ -470,7 +470,7 @@ static int wf_prefetch(void)
     return v;
 }
 
-template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 1>
+template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 0>
 static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
@@ -503,13 +503,14 @@ static int wf_bulk(int nw)
     return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
 }
 
-/* MLA_GPU_DECODE_WF_ER, read once: 0 frees a bf16 slot once S^T of the next tile has completed too (the
- * kernel before 2026-12-05; only in the default forms, PL 2 at NST 3 and NPW 2, PL 0 at NST 2, for
- * comparison) */
+/* MLA_GPU_DECODE_WF_ER=1, read once: the consumer frees a bf16 slot when P V of its tile has completed,
+ * not once S^T of the next tile has too; only in the default forms (PL 2 at NST 3 and NPW 2, PL 0 at
+ * NST 2). Opt-in until measured (compiled 2026-12-05: no wgmma serialization, the same registers; no
+ * device run yet). */
 static int wf_early(void)
 {
-    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_ER");
-    return !off;
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_ER", 1) == 1;
+    return on;
 }
 
 /* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
@@ -521,12 +522,12 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
     switch (wf_bulk(NW) * 2 + (nst == 3)) {
-    case 5: return wf_early() ? wf_launch<NW, DS, 2, 3, 2>(st, a, g) : wf_launch<NW, DS, 2, 3, 2, 0>(st, a, g);
+    case 5: return wf_early() ? wf_launch<NW, DS, 2, 3, 2, 1>(st, a, g) : wf_launch<NW, DS, 2, 3, 2>(st, a, g);
     case 4: return wf_launch<NW, DS, 2, 2, 2>(st, a, g);
     case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
     case 2: return wf_launch<NW, DS, 2, 2, 1>(st, a, g);
     case 1: return wf_launch<NW, DS, 0, 3>(st, a, g);
-    default: return wf_early() ? wf_launch<NW, DS, 0, 2>(st, a, g) : wf_launch<NW, DS, 0, 2, 1, 0>(st, a, g);
+    default: return wf_early() ? wf_launch<NW, DS, 0, 2, 1, 1>(st, a, g) : wf_launch<NW, DS, 0, 2>(st, a, g);
     }
 }
 
