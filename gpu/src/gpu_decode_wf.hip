@@ -46,6 +46,7 @@ struct wf_prod {
     uint8_t *kb, *raw;
     uint32_t full, empty;
     int slot, j0, j1, ntiles, u; /* u: 0 .. 127 */
+    int wq;                      /* widening: dm_widen_e4m3_q (1) or dm_widen_e4m3 */
     __device__ int row_of(int h) const { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; } /* first row of half h */
     /* this thread's row (u / 4) of half h, null past the split */
     __device__ const uint8_t *src_of(int h) const
@@ -57,6 +58,16 @@ struct wf_prod {
     __device__ void wait_slot(int k) const
     {
         if (k >= 2) wg_mb_wait(empty + 8 * (k % 2), (k / 2 - 1) & 1);
+    }
+    /* raw rows (rows of half h at stage raw) -> tile k's half h % 2 in its bf16 slot */
+    template <int DS> __device__ void widen(const uint8_t *raw_h, int h) const
+    {
+        const int k = h / 2, n = min(WD_NK, j1 - (j0 + k * WD_NK)) - h % 2 * WF_RN;
+        uint8_t *dst = kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW;
+        if (wq)
+            dm_widen_e4m3_q<DS, WF_RN>(raw_h, g.rb, dst, n, u);
+        else
+            dm_widen_e4m3<DS, WF_RN, 128>(raw_h, g.rb, dst, n, u);
     }
     /* after tile k's last rows: visible to wgmma, tile k full */
     __device__ void tile_done(int k) const
@@ -91,8 +102,7 @@ template <int DS, int NST> __device__ __forceinline__ void wf_produce_ring(const
         issue(h + NST - 1, nxt);   /* into half h - 1's stage */
         nxt = p.src_of(h + NST);
         if (h % 2 == 0) p.wait_slot(k);
-        dm_widen_e4m3<DS, WF_RN, 128>(p.raw + h % NST * WF_RN * rb, rb, p.kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
-                                      min(WD_NK, p.j1 - (p.j0 + k * WD_NK)) - h % 2 * WF_RN, p.u);
+        p.widen<DS>(p.raw + h % NST * WF_RN * rb, h);
         if (h % 2) p.tile_done(k);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
@@ -186,20 +196,11 @@ template <int DS> struct wf_regs {
  * complete, and it would widen half h's bytes (or none) as h + 3. Barrier h % (2 NST) is waited on by one
  * warpgroup only, in order, so no waiter falls a phase behind. (With one rfull a stage, the 2026-12-04
  * runs with L2 prefetch, which shifts copy latencies, failed "unspecified launch failure".) */
-template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane, int pf)
+template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int lane)
 {
     const int rb = p.g.rb, bs = p.a.kv.block_size;
-    /* half h into L2 (pf halves ahead of the copies: bytes in flight beyond the shared ring) */
-    auto prefetch = [&](int h) {
-        const int c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
-        if (h < 2 * p.ntiles && lane < n && (lane == 0 || c % bs == 0))
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(kv_row(p.a.kv, p.slot, c)), "r"(min(bs - c % bs, n - lane) * rb)
-                         : "memory");
-    };
-    for (int h = NST; h < pf; h++) prefetch(h);
     for (int h = 0; h < 2 * p.ntiles; h++) {
         const int s = h % NST, c0 = p.row_of(h), n = min(WF_RN, p.j1 - c0), c = c0 + lane;
-        if (pf > NST) prefetch(h + pf);
         const uint32_t bar = rfull + 8 * (h % (2 * NST));
         if (h >= NST) wg_mb_wait(rempty + 8 * s, (h / NST - 1) & 1);
         if (lane == 0) {
@@ -221,8 +222,7 @@ template <int DS, int NST, int NPW> __device__ __forceinline__ void wf_widen_bul
         const int k = h / 2, s = h % NST;
         if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
         wg_mb_wait(rfull + 8 * (h % (2 * NST)), (h / (2 * NST)) & 1);
-        dm_widen_e4m3<DS, WF_RN, 128>(p.raw + s * WF_RN * p.g.rb, p.g.rb, p.kb + k % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW,
-                                      min(WD_NK, p.j1 - (p.j0 + k * WD_NK)) - h % 2 * WF_RN, p.u);
+        p.widen<DS>(p.raw + s * WF_RN * p.g.rb, h);
         wg_mb_arrive(rempty + 8 * s);
         if (NPW == 2 || h % 2) p.tile_done(k);
     }
@@ -253,10 +253,9 @@ template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod 
 template <int PL, int NPW> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? 32 : 0); }
 
 /* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only);
- * ER: the consumer frees tile it's slot when P V of it has completed, before S^T of tile it + 1 has (0:
- * once both have). */
+ * ER: the consumer's order (below); wq: the widening's thread mapping (wf_prod::widen). */
 template <int NW, int DS, int PL, int NST, int NPW, int ER>
-__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int pf)
+__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int wq)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
@@ -290,10 +289,10 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     __syncthreads(); /* the mbarriers initialized; the warpgroups part here */
 
     if (wg >= 1) { /* producers: half h is rows [32 (h % 2), +32) of tile h / 2 */
-        const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid % 128};
+        const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid % 128, wq};
         if constexpr (PL == 2) {
             if (wg > NPW)
-                wf_copy_bulk<NST>(p, rfull, rempty, tid % 32, pf);
+                wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
             else
                 wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
         } else if constexpr (PL == 1) {
@@ -325,19 +324,33 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     for (int c = 0; c < WD_C / 64; c++)
 #pragma unroll
         for (int i = 0; i < NA; i++) o[c][i] = 0.0f;
-    const uint64_t dq = wg_desc_k(tc_smem(qs)), dp = wg_desc_k(tc_smem(ps));
+    /* descriptors from a warp-uniform base, so that they live in uniform registers (ncu 2026-12-05: each
+     * wgmma's two descriptors were built in vector registers and moved by four R2UR, ~10 instructions a
+     * wgmma, 680 of the consumer's ~860 a tile), rebuilt each tile from an opaque copy of it (hoisted out
+     * of the loop, the 68 descriptors spilled: 104 bytes at fp8_ds_mla h16, ptxas 13.0) */
+    const uint32_t kb_s = __shfl_sync(0xffffffffu, tc_smem(kb), 0);
+    auto base = [&]() {
+        uint32_t b = kb_s;
+        asm volatile("" : "+r"(b));
+        return b;
+    };
     /* column (head) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is column 8 j + 2 q + e % 2 */
     auto col = [&](int ci) { return 8 * (ci / 2) + 2 * tq + ci % 2; };
 
-    /* S^T of tile it + 1 is issued right behind P V of tile it, so the tensor cores run both back to back
-     * while the warpgroup waits once a tile instead of twice */
+    /* ER 0: S^T of tile it + 1 is issued right behind P V of tile it, so the tensor cores run both back to
+     * back while the warpgroup waits once a tile; but the consumer then holds both bf16 slots from the
+     * wait for tile it + 1 until both have completed, and the producers widen tile it + 2 only during the
+     * softmax (ncu 2026-12-05, fp8_ds_mla h16: consumer and widening warps each waited ~37% of their time
+     * on the other). ER 1: P V of tile it alone, slot it % 2 freed once it has completed, then S^T of
+     * tile it + 1: the widening of tile it + 2 overlaps the consumer's whole next tile. */
     float sc[NA];
     /* S^T of tile it into sc, its widened tile there (wait_full first, and no zeroing of sc: ptxas
      * serializes every wgmma when an mbarrier's wait loop or a write of sc falls between wgmmas in
      * flight, C7511 / C7515) */
     auto wait_full = [&](int it) { wg_mb_wait(full + 8 * (it % 2), (it / 2) & 1); };
     auto issue_s = [&](int it) {
-        const uint64_t dk = wg_desc_k(tc_smem(kb + it % 2 * WD_TILE));
+        const uint32_t b0 = base();
+        const uint64_t dk = wg_desc_k(b0 + it % 2 * WD_TILE), dq = wg_desc_k(b0 + 2 * WD_TILE);
         wg_m64_ss<0, 0>(sc, dk, dq); /* scale-d 0: sc = K Q^T of the first k16 step, sc's old values unread */
 #pragma unroll
         for (int ks = 1; ks < WD_L / 16; ks++)
@@ -395,9 +408,10 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         wg_proxy_fence();
         wg_bar_sync(1, 128); /* P^T of every column, all 64 keys */
 
-        const uint64_t dv = wg_desc_n(tc_smem(kb + b * WD_TILE), WD_ATOM);
+        const uint32_t b0 = base();
+        const uint64_t dv = wg_desc_n(b0 + b * WD_TILE, WD_ATOM), dp = wg_desc_k(b0 + 2 * WD_TILE + QW);
         const int more = it + 1 < ntiles;
-        if (more) wait_full(it + 1);
+        if (!ER && more) wait_full(it + 1);
         wg_fence();
 #pragma unroll
         for (int c = 0; c < WD_C / 64; c++)
@@ -405,18 +419,19 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
             for (int kk = 0; kk < WD_NK / 16; kk++)
                 wg_m64_ss<1>(o[c], wg_desc_add(dv, c * WD_ATOM + kk * 16 * WG_ATOM_ROW), wg_desc_add(dp, kk * 32));
         wg_commit();
-        if (more) issue_s(it + 1);
-        if (ER) { /* Why: the producers widen tile it + 2 into slot b while S^T of tile it + 1 runs, not after it
-                   * (with two bf16 slots, slot b is the only one they can fill) */
-            if (more)
-                wg_wait<1>(); /* P V of tile it (S^T of tile it + 1: the group after it) */
-            else
-                wg_wait<0>();
+        if (ER) {
+            wg_wait<0>();
             wg_fence_operand(o);
             wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
-            wg_wait<0>();
-            wg_fence_operand(sc);
+            if (more) {
+                wait_full(it + 1);
+                wg_fence();
+                issue_s(it + 1);
+                wg_wait<0>();
+                wg_fence_operand(sc);
+            }
         } else {
+            if (more) issue_s(it + 1);
             wg_wait<0>(); /* P V of tile it, and S^T of tile it + 1 */
             wg_fence_operand(sc);
             wg_fence_operand(o);
@@ -462,11 +477,12 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
     return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
 }
 
-/* MLA_GPU_DECODE_WF_PF, read once: PL 2's copy warp prefetches into L2 2 x this many halves (tiles) ahead of
- * its copies (0: none) */
-static int wf_prefetch(void)
+/* MLA_GPU_DECODE_WF_WQ, read once: 0 dm_widen_e4m3's thread mapping instead of dm_widen_e4m3_q's (unset: 1).
+ * (L2 prefetch ahead of the copy warp, MLA_GPU_DECODE_WF_PF 2, 4 and 8 halves: removed, 0.97-1.0x at fp8 and
+ * fp8_ds_mla h16 and h32, H200 2026-12-05.) */
+static int wf_quads(void)
 {
-    static const int v = 2 * gpu_env_switch("MLA_GPU_DECODE_WF_PF", 9);
+    static const int v = !gpu_env_off("MLA_GPU_DECODE_WF_WQ");
     return v;
 }
 
@@ -481,7 +497,7 @@ static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_g
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_prefetch());
+    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_quads());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -503,10 +519,10 @@ static int wf_bulk(int nw)
     return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
 }
 
-/* MLA_GPU_DECODE_WF_ER=1, read once: the consumer frees a bf16 slot when P V of its tile has completed,
- * not once S^T of the next tile has too; only in the default forms (PL 2 at NST 3 and NPW 2, PL 0 at
- * NST 2). Opt-in until measured (compiled 2026-12-05: no wgmma serialization, the same registers; no
- * device run yet). */
+/* MLA_GPU_DECODE_WF_ER=1, read once: the consumer's order ER 1 (P V of tile it alone, its slot freed, then
+ * S^T of tile it + 1) in the default forms (PL 2 at NST 3 and NPW 2, PL 0 at NST 2). Opt-in until measured.
+ * (Its first form, the slot freed by wgmma.wait_group 1 between P V and S^T issued together: 1.0x at fp8
+ * h16 and h32, 0.97x at fp8_ds_mla h16, H200 2026-12-05: the release still came after S^T's issue.) */
 static int wf_early(void)
 {
     static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_ER", 1) == 1;
