@@ -2,7 +2,7 @@
  * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: producers fetch the raw rows in
  * 32-row half tiles and widen them, exactly, into a ring of two bf16 tiles; one consumer warpgroup
  * (threads 0-127) holds every head of the block (N = NW, 16 or 32) and only runs S^T, the softmax and
- * P V, issuing S^T of the next tile behind P V of this one. The raw halves come by the copy engine
+ * P V, freeing a tile's slot once its P V has completed, before S^T of the next (wf_early). The raw halves come by the copy engine
  * (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default up to 16 heads), through a
  * cp.async ring in shared memory (PL 0: one producer warpgroup; the default for 17-32 heads) or straight
  * into the producer's registers (PL 1, MLA_GPU_DECODE_WF=2); wf_bulk says why. The default decode of
@@ -519,13 +519,15 @@ static int wf_bulk(int nw)
     return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
 }
 
-/* MLA_GPU_DECODE_WF_ER=1, read once: the consumer's order ER 1 (P V of tile it alone, its slot freed, then
- * S^T of tile it + 1) in the default forms (PL 2 at NST 3 and NPW 2, PL 0 at NST 2). Opt-in until measured.
- * (Its first form, the slot freed by wgmma.wait_group 1 between P V and S^T issued together: 1.0x at fp8
- * h16 and h32, 0.97x at fp8_ds_mla h16, H200 2026-12-05: the release still came after S^T's issue.) */
+/* MLA_GPU_DECODE_WF_ER, read once: 0 the consumer's order ER 0 instead of ER 1 (P V of tile it alone, its
+ * slot freed, then S^T of tile it + 1) in the default forms (PL 2 at NST 3 and NPW 2, PL 0 at NST 2).
+ * ER 0 / ER 1, widening WQ 1, b 128 s_k 8192, H100 2026-12-05 (results/published/2026-12-05-h200-s17):
+ * fp8_ds_mla h16 328.8 / 297.5 us, fp8 h16 331.0 / 283.2, fp8 h32 431.1 / 426.7, fp8_ds_mla h32 459.0 /
+ * 459.1; bit-identical. (Its first form, the slot freed by wgmma.wait_group 1 between P V and S^T issued
+ * together: 0.97-1.0x, H200 2026-12-05: the release still came after S^T's issue.) */
 static int wf_early(void)
 {
-    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_ER", 1) == 1;
+    static const int on = !gpu_env_off("MLA_GPU_DECODE_WF_ER");
     return on;
 }
 
