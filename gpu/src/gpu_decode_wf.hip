@@ -249,13 +249,26 @@ template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod 
     }
 }
 
-/* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp */
-template <int PL, int NPW> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? 32 : 0); }
+/* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp, or with RG a
+ * whole copy warpgroup whose warps 1-3 only give their registers back */
+template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? (RG ? 128 : 32) : 0); }
+/* RG's register split (setmaxnreg): the copy warpgroup down to WF_RG_COPY, the consumer up to WF_RG_CONS,
+ * the widening warpgroups at the launch's (65536 / threads: 128 at NPW 2, 168 at NPW 1); the consumer
+ * of 32 heads needs ~232 (its ring form: 231, no spill), which the launch's 128 or 168 cannot hold
+ * (ptxas 13.0: 1,164 / 404 bytes of spill). At NPW 2: 232 + 2 x 128 + 24 = 4 x 128, the pool exactly. */
+#define WF_RG_CONS 232
+#define WF_RG_COPY 24
 
 /* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only);
- * ER: the consumer's order (below); wq: the widening's thread mapping (wf_prod::widen). */
-template <int NW, int DS, int PL, int NST, int NPW, int ER>
-__global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int wq)
+ * ER: the consumer's order (below); RG: PL 2's register split (wf_threads); UN: the consumer's loop
+ * unrolled by two for constant slots (kb_s); wq: the widening's thread mapping (wf_prod::widen). */
+/* a consumer tile's bf16 slot: B, or tile it's it % 2 (B -1) */
+template <int B> struct wf_slot {
+    __device__ static constexpr int of(int it) { return B < 0 ? it % 2 : B; }
+};
+
+template <int NW, int DS, int PL, int NST, int NPW, int ER, int RG, int UN>
+__global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int wq)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
     constexpr int QW = WD_L / 64 * QA;   /* Q: 9 atoms */
@@ -291,9 +304,13 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     if (wg >= 1) { /* producers: half h is rows [32 (h % 2), +32) of tile h / 2 */
         const wf_prod p{a, g, kb, raw, full, empty, s.slot, j0, j1, ntiles, tid % 128, wq};
         if constexpr (PL == 2) {
-            if (wg > NPW)
+            if (wg > NPW) {
+                if constexpr (RG) {
+                    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WF_RG_COPY) : "memory");
+                    if (tid % 128 >= 32) return;
+                }
                 wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
-            else
+            } else
                 wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
         } else if constexpr (PL == 1) {
             wf_produce_regs<DS>(p);
@@ -302,6 +319,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         }
         return;
     }
+    if constexpr (RG) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WF_RG_CONS) : "memory");
 
     const int warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
     for (int i = tid; i < NW * WD_L / 8; i += 128) { /* Q, eight columns at a time */
@@ -324,14 +342,17 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     for (int c = 0; c < WD_C / 64; c++)
 #pragma unroll
         for (int i = 0; i < NA; i++) o[c][i] = 0.0f;
-    /* descriptors from a warp-uniform base, so that they live in uniform registers (ncu 2026-12-05: each
-     * wgmma's two descriptors were built in vector registers and moved by four R2UR, ~10 instructions a
-     * wgmma, 680 of the consumer's ~860 a tile), rebuilt each tile from an opaque copy of it (hoisted out
-     * of the loop, the 68 descriptors spilled: 104 bytes at fp8_ds_mla h16, ptxas 13.0) */
-    const uint32_t kb_s = __shfl_sync(0xffffffffu, tc_smem(kb), 0);
+    /* the wgmma descriptors' base. ncu 2026-12-05 (H100, fp8_ds_mla h16): each wgmma's two descriptors
+     * were built in vector registers and moved by four R2UR, ~10 instructions a wgmma and 23% of the
+     * consumer's samples, with the slot (it % 2) and a __shfl_sync'd base both in vector registers. UN 1:
+     * the loop unrolled by two so each body's slot is a constant, and the shared address itself as the
+     * base: nothing in the descriptors varies by thread or tile, for the uniform datapath. UN 0: the
+     * measured form, the base warp-uniform by __shfl_sync and rebuilt each tile from an opaque copy
+     * (hoisted out of the loop, the 68 descriptors spilled: 104 bytes at fp8_ds_mla h16, ptxas 13.0). */
+    const uint32_t kb_s = UN ? tc_smem(kb) : __shfl_sync(0xffffffffu, tc_smem(kb), 0);
     auto base = [&]() {
         uint32_t b = kb_s;
-        asm volatile("" : "+r"(b));
+        if (!UN) asm volatile("" : "+r"(b));
         return b;
     };
     /* column (head) of accumulator column slot ci of this thread: m64nN's d[4 j + e] is column 8 j + 2 q + e % 2 */
@@ -347,10 +368,10 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
     /* S^T of tile it into sc, its widened tile there (wait_full first, and no zeroing of sc: ptxas
      * serializes every wgmma when an mbarrier's wait loop or a write of sc falls between wgmmas in
      * flight, C7511 / C7515) */
-    auto wait_full = [&](int it) { wg_mb_wait(full + 8 * (it % 2), (it / 2) & 1); };
-    auto issue_s = [&](int it) {
+    auto wait_full = [&](int it, int b) { wg_mb_wait(full + 8 * b, (it / 2) & 1); }; /* b: it's slot */
+    auto issue_s = [&](int b) { /* b: the tile's slot */
         const uint32_t b0 = base();
-        const uint64_t dk = wg_desc_k(b0 + it % 2 * WD_TILE), dq = wg_desc_k(b0 + 2 * WD_TILE);
+        const uint64_t dk = wg_desc_k(b0 + b * WD_TILE), dq = wg_desc_k(b0 + 2 * WD_TILE);
         wg_m64_ss<0, 0>(sc, dk, dq); /* scale-d 0: sc = K Q^T of the first k16 step, sc's old values unread */
 #pragma unroll
         for (int ks = 1; ks < WD_L / 16; ks++)
@@ -358,15 +379,16 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         wg_commit();
     };
     if (ntiles > 0) {
-        wait_full(0);
+        wait_full(0, 0);
         wg_fence();
         issue_s(0);
         wg_wait<0>();
         wg_fence_operand(sc);
     }
-    for (int it = 0; it < ntiles; it++) { /* S^T of tile it is done; no wgmma in flight across the back edge
-                                           * (ptxas serializes them otherwise, C7511) */
-        const int n = min(WD_NK, j1 - (j0 + it * WD_NK)), b = it % 2;
+    /* tile it, S^T of it done; no wgmma in flight across the back edge (ptxas serializes them otherwise,
+     * C7511). SL: the slot, wf_slot<0 / 1> (UN 1) or wf_slot<-1> (it % 2). */
+    auto tile = [&](const int it, auto sl) {
+        const int n = min(WD_NK, j1 - (j0 + it * WD_NK)), b = decltype(sl)::of(it);
         /* online softmax per column, as wt: sc[4 j + e] is key 16 warp + gq + 8 (e / 2) of column slot 2 j + e % 2 */
         float mx[NC];
 #pragma unroll
@@ -411,7 +433,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
         const uint32_t b0 = base();
         const uint64_t dv = wg_desc_n(b0 + b * WD_TILE, WD_ATOM), dp = wg_desc_k(b0 + 2 * WD_TILE + QW);
         const int more = it + 1 < ntiles;
-        if (!ER && more) wait_full(it + 1);
+        if (!ER && more) wait_full(it + 1, 1 - b);
         wg_fence();
 #pragma unroll
         for (int c = 0; c < WD_C / 64; c++)
@@ -424,19 +446,27 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW>(), 1) k_attn_decode_wf(gpu
             wg_fence_operand(o);
             wg_mb_arrive(empty + 8 * b); /* this thread's wgmmas on slot b are done */
             if (more) {
-                wait_full(it + 1);
+                wait_full(it + 1, 1 - b);
                 wg_fence();
-                issue_s(it + 1);
+                issue_s(1 - b);
                 wg_wait<0>();
                 wg_fence_operand(sc);
             }
         } else {
-            if (more) issue_s(it + 1);
+            if (more) issue_s(1 - b);
             wg_wait<0>(); /* P V of tile it, and S^T of tile it + 1 */
             wg_fence_operand(sc);
             wg_fence_operand(o);
             wg_mb_arrive(empty + 8 * b);
         }
+    };
+    if constexpr (UN) {
+        for (int it = 0; it < ntiles; it += 2) {
+            tile(it, wf_slot<0>{});
+            if (it + 1 < ntiles) tile(it + 1, wf_slot<1>{});
+        }
+    } else {
+        for (int it = 0; it < ntiles; it++) tile(it, wf_slot<-1>{});
     }
 
     /* column sums: over the 8 lanes of a column, then the 4 warps */
@@ -486,18 +516,18 @@ static int wf_quads(void)
     return v;
 }
 
-template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 0>
+template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 0, int RG = 0, int UN = 0>
 static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW, ER>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER><<<grid, wf_threads<PL, NPW>(), shm, st>>>(*a, g, wf_quads());
+    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN><<<grid, wf_threads<PL, NPW, RG>(), shm, st>>>(*a, g, wf_quads());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -509,14 +539,31 @@ static int wf_regs_on(void)
     return on;
 }
 
+/* MLA_GPU_DECODE_WF_RG=1, read once: PL 2 with the register split (wf_threads), where the consumer's
+ * order is ER 1; opt-in until a device run measures it (ptxas 13.0: no spill at 32 heads). */
+static int wf_split(void)
+{
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_RG", 1) == 1;
+    return on;
+}
+
+/* MLA_GPU_DECODE_WF_UN=1, read once: with the register split, the consumer's loop unrolled for constant
+ * slots (UN, kb_s); opt-in until measured. */
+static int wf_unroll(void)
+{
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_UN", 1) == 1;
+    return on;
+}
+
 /* The raw halves' route (PL 0 or 2) and widening warpgroups: MLA_GPU_DECODE_WF_BULK, read once: 0 the
  * cp.async ring, 1 the copy engine (PL 2) with one widening warpgroup, 2 with two. Unset: 2 up to 16
- * heads (fp8_ds_mla h16 373.3 us, against 391.7 with one and 450.9 for the ring; bit-identical), the
- * ring for 17-32 (PL 2 at N 32 spills: 844.2 us against the ring's 470.9 at fp8 h32; H200, 2026-12-04). */
-static int wf_bulk(int nw)
+ * heads (fp8_ds_mla h16 373.3 us, against 391.7 with one and 450.9 for the ring; bit-identical), and
+ * for 17-32 heads with the register split (without it PL 2 at N 32 spills: 844.2 us against the ring's
+ * 470.9 at fp8 h32; H200, 2026-12-04), else the ring. */
+static int wf_bulk(int nw, int rg)
 {
     static const int off = gpu_env_off("MLA_GPU_DECODE_WF_BULK"), v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 2);
-    return off ? 0 : v ? v : nw <= 16 ? 2 : 0;
+    return off ? 0 : v ? v : nw <= 16 || rg ? 2 : 0;
 }
 
 /* MLA_GPU_DECODE_WF_ER, read once: 0 the consumer's order ER 0 instead of ER 1 (P V of tile it alone, its
@@ -539,13 +586,21 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     const int nst = wf_shm(NW, 3, g.rb) <= DM_SHM_MAX ? 3 : 2;
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
-    switch (wf_bulk(NW) * 2 + (nst == 3)) {
-    case 5: return wf_early() ? wf_launch<NW, DS, 2, 3, 2, 1>(st, a, g) : wf_launch<NW, DS, 2, 3, 2>(st, a, g);
-    case 4: return wf_launch<NW, DS, 2, 2, 2>(st, a, g);
+    const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll();
+    switch (wf_bulk(NW, rg) * 2 + (nst == 3)) {
+    case 5:
+        return un   ? wf_launch<NW, DS, 2, 3, 2, 1, 1, 1>(st, a, g)
+               : rg ? wf_launch<NW, DS, 2, 3, 2, 1, 1>(st, a, g)
+               : er ? wf_launch<NW, DS, 2, 3, 2, 1>(st, a, g)
+                    : wf_launch<NW, DS, 2, 3, 2>(st, a, g);
+    case 4:
+        return un   ? wf_launch<NW, DS, 2, 2, 2, 1, 1, 1>(st, a, g)
+               : rg ? wf_launch<NW, DS, 2, 2, 2, 1, 1>(st, a, g)
+                    : wf_launch<NW, DS, 2, 2, 2>(st, a, g);
     case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
-    case 2: return wf_launch<NW, DS, 2, 2, 1>(st, a, g);
+    case 2: return rg ? wf_launch<NW, DS, 2, 2, 1, 1, 1>(st, a, g) : wf_launch<NW, DS, 2, 2, 1>(st, a, g);
     case 1: return wf_launch<NW, DS, 0, 3>(st, a, g);
-    default: return wf_early() ? wf_launch<NW, DS, 0, 2, 1, 1>(st, a, g) : wf_launch<NW, DS, 0, 2>(st, a, g);
+    default: return er ? wf_launch<NW, DS, 0, 2, 1, 1>(st, a, g) : wf_launch<NW, DS, 0, 2>(st, a, g);
     }
 }
 

@@ -133,7 +133,9 @@ if want switches; then
       sw MLA_GPU_DECODE_WF "0 2" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF_WQ "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF_BULK "0 1 2" --only "${SW_FP8:-2 17}"
-      sw MLA_GPU_DECODE_WF_ER "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
+      sw MLA_GPU_DECODE_WF_ER "0 1" --only "${SW_FP8:-2 17}"
+      sw MLA_GPU_DECODE_WF_RG "0 1" --only "${SW_FP8:-2 17}"
+      sw MLA_GPU_DECODE_WF_UN "0 1" --only "${SW_FP8:-2 17}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
     for flip in 0 1; do # 1: the switches of SW_FLIP away from their defaults; SW_CASES="": no suite runs
