@@ -539,16 +539,18 @@ static int wf_regs_on(void)
     return on;
 }
 
-/* MLA_GPU_DECODE_WF_RG=1, read once: PL 2 with the register split (wf_threads), where the consumer's
- * order is ER 1; opt-in until a device run measures it (ptxas 13.0: no spill at 32 heads). */
+/* MLA_GPU_DECODE_WF_RG, read once: 0 PL 2 without the register split (wf_threads; unset: with it, where
+ * the consumer's order is ER 1, and 17-32 heads on the copy engine). Off / on, H200 2026-12-05
+ * (results/published/2026-12-05-h200-s17 call 3): fp8_ds_mla h16 286.9 / 266.1 us, fp8 h16 276.9 /
+ * 256.0, fp8 h32 431.0 / 351.6, fp8_ds_mla h32 462.5 / 364.1; bit-identical, memcheck 0 errors. */
 static int wf_split(void)
 {
-    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_RG", 1) == 1;
+    static const int on = !gpu_env_off("MLA_GPU_DECODE_WF_RG");
     return on;
 }
 
 /* MLA_GPU_DECODE_WF_UN=1, read once: with the register split, the consumer's loop unrolled for constant
- * slots (UN, kb_s); opt-in until measured. */
+ * slots (UN, kb_s). Opt-in: 0.99-1.01x, H200 2026-12-05 (fp8_ds_mla h16 267.8 us against 266.1). */
 static int wf_unroll(void)
 {
     static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_UN", 1) == 1;
