@@ -24,11 +24,14 @@ typedef struct wd_part {
     int t, h0, sp, slot, j0, j1, ntiles;
 } wd_part;
 
+/* The grid: (t, head groups, splits), or with the head groups of a token adjacent, (t x groups, 1,
+ * splits): gpu_attn_decode_wg says why. */
 __device__ __forceinline__ wd_part wd_part_of(const gpu_decode_args &a)
 {
     wd_part p;
-    p.t = blockIdx.x;
-    p.h0 = blockIdx.y * WD_HM;
+    const int ng = (a.h + WD_HM - 1) / WD_HM;
+    p.t = gridDim.y == 1 ? blockIdx.x / ng : blockIdx.x;
+    p.h0 = (gridDim.y == 1 ? blockIdx.x % ng : blockIdx.y) * WD_HM;
     p.sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[p.t]];
     const int pos = s.n_past + (p.t - s.tok0);
