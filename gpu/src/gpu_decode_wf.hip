@@ -5,10 +5,9 @@
  * P V, freeing a tile's slot once its P V has completed, before S^T of the next (wf_early). The raw halves come by the copy engine
  * (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default up to 16 heads), through a
  * cp.async ring in shared memory (PL 0: one producer warpgroup; the default for 17-32 heads) or straight
- * into the producer's registers (PL 1, MLA_GPU_DECODE_WF=2; two widening warpgroups: MLA_GPU_DECODE_WF_BULK=3);
- * wf_bulk says why. The default decode of those caches up to 32 heads (MLA_GPU_DECODE_WF=0: the wt
- * kernel); a bf16 cache opt-in (PL 3, MLA_GPU_DECODE_WF_BF16=1: the producer only copies). Versions and
- * measurements: gpu/bench/KERNELS.md "wf".
+ * into the producer's registers (PL 1, MLA_GPU_DECODE_WF=2); wf_bulk says why. The default decode of
+ * those caches up to 32 heads (MLA_GPU_DECODE_WF=0: the wt kernel); versions and measurements:
+ * gpu/bench/KERNELS.md "wf".
  *
  * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
  * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two
@@ -279,23 +278,6 @@ template <int DS> __device__ __forceinline__ void wf_widen_regs(const wf_prod &p
     }
 }
 
-/* PL 3, a bf16 cache (MLA_GPU_DECODE_WF_BF16=1): nothing to widen, so the producer warpgroup copies each
- * tile's rows by cp.async straight into its bf16 slot (dm_load_wide: two threads a row, swizzled,
- * zero-filled past the split) and arrives on full[] as its copies land (cp.async.mbarrier.arrive; the
- * consumer fences the async proxy after its wait). Why: at 17-32 heads wt's two warpgroups each read a
- * tile twice through wgmma (S^T and P V) beside their own copies and softmax, 2,900-2,970 GB/s at b 128
- * s_k 8192 h32 (target 3,300); here one consumer reads it once, and the copies of tile k + 1 run under
- * tile k's wgmmas. */
-__device__ __forceinline__ void wf_copy_bf16(const wf_prod &p)
-{
-    for (int k = 0; k < p.ntiles; k++) {
-        p.wait_slot(k);
-        dm_load_wide<128>(p.a.kv, p.slot, p.j0 + k * WD_NK, p.j1, p.kb + k % 2 * WD_TILE, p.u);
-        wg_mb_cp_arrive(p.full + 8 * (k % 2));
-    }
-    asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
-}
-
 /* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp, or with RG a
  * whole copy warpgroup whose warps 1-3 only give their registers back (PL 1's RG: the widening's own) */
 template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? (RG ? 128 : 32) : 0); }
@@ -362,8 +344,6 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
                 wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
             } else
                 wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
-        } else if constexpr (PL == 3) {
-            wf_copy_bf16(p);
         } else if constexpr (PL == 1) {
             if constexpr (RG) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WF_RG_WIDEN) : "memory");
             if constexpr (NPW == 2)
@@ -424,10 +404,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
     /* S^T of tile it into sc, its widened tile there (wait_full first, and no zeroing of sc: ptxas
      * serializes every wgmma when an mbarrier's wait loop or a write of sc falls between wgmmas in
      * flight, C7511 / C7515) */
-    auto wait_full = [&](int it, int b) { /* b: it's slot */
-        wg_mb_wait(full + 8 * b, (it / 2) & 1);
-        if (PL == 3) wg_proxy_fence(); /* the producer's cp.async writes (generic proxy) before wgmma reads them */
-    };
+    auto wait_full = [&](int it, int b) { wg_mb_wait(full + 8 * b, (it / 2) & 1); }; /* b: it's slot */
     auto issue_s = [&](int b) { /* b: the tile's slot */
         const uint32_t b0 = base();
         const uint64_t dk = wg_desc_k(b0 + b * WD_TILE), dq = wg_desc_k(b0 + 2 * WD_TILE);
@@ -561,10 +538,9 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
  * results/published/2026-12-04-h200-s15). */
 int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
 {
-    static const int off = gpu_env_off("MLA_GPU_DECODE_WF"), bf16 = gpu_env_switch("MLA_GPU_DECODE_WF_BF16", 1) == 1;
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF");
     const mla_kv_format f = kv->codec.format;
-    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS || (bf16 && f == MLA_KV_BF16)) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 &&
-           gpu_decode_wt_fits(kv, h);
+    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
 }
 
 /* MLA_GPU_DECODE_WF_WQ, read once: 0 dm_widen_e4m3's thread mapping instead of dm_widen_e4m3_q's (unset: 1).
@@ -675,9 +651,7 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
 mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (!gpu_decode_wf_fits(&a->kv, a->h))
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: needs an e4m3fn (or, opt-in, bf16) cache of C 512 + R 64 and at most 32 heads");
-    if (a->kv.codec.format == MLA_KV_BF16) /* PL 3 */
-        return a->h <= 16 ? wf_launch<16, 0, 3, 0, 1, 1>(st, a, g) : wf_launch<32, 0, 3, 0, 1, 1>(st, a, g);
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: needs an e4m3fn cache of C 512 + R 64 and at most 32 heads");
     const int ds = a->kv.codec.format == MLA_KV_FP8_DS;
     if (a->h <= 16) return ds ? wf_launch_nst<16, 1>(st, a, g) : wf_launch_nst<16, 0>(st, a, g);
     return ds ? wf_launch_nst<32, 1>(st, a, g) : wf_launch_nst<32, 0>(st, a, g);
