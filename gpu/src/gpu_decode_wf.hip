@@ -127,14 +127,10 @@ template <int DS> struct wf_regs {
     }
     /* row `row` of the bf16 tile at kb: 8-element chunk e of the row at atom e / 8, chunk e % 8 ^ row % 8;
      * values as dm_widen_e4m3's (the same conversions; the checks over this thread's codes and scales);
-     * !ok: zeros (a row past the split). nsrc: each register reloaded from that row once widened. */
-    __device__ void widen(bool ok, uint8_t *kb, int row, int q, const uint8_t *nsrc = nullptr)
+     * !ok: zeros (a row past the split) */
+    __device__ void widen(bool ok, uint8_t *kb, int row, int q) const
     {
         auto st = [&](int e, uint4 v) { *reinterpret_cast<uint4 *>(kb + e / 8 * WD_ATOM + row * WG_ATOM_ROW + ((e % 8) ^ (row % 8)) * 16) = v; };
-        auto next = [&](int i) { /* the asm: no hoisting of all reloads above the conversions (registers) */
-            if (nsrc && q + 4 * i < CH) r[i] = __ldcs(reinterpret_cast<const uint4 *>(nsrc) + q + 4 * i);
-            if (nsrc) asm volatile("" ::: "memory");
-        };
         const uint4 z = make_uint4(0, 0, 0, 0);
         if (!ok) {
 #pragma unroll
@@ -146,14 +142,11 @@ template <int DS> struct wf_regs {
                 } else if (DS && ch > CODES && ch < CH) {
                     st(2 * CODES + ch - CODES - 1, z);
                 }
-                next(i);
             }
-            if (DS && nsrc) scl = __ldcs(reinterpret_cast<const uint4 *>(nsrc + WD_C));
             return;
         }
         float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
         if (DS) sc[0] = __uint_as_float(scl.x), sc[1] = __uint_as_float(scl.y), sc[2] = __uint_as_float(scl.z), sc[3] = __uint_as_float(scl.w);
-        if (DS && nsrc) scl = __ldcs(reinterpret_cast<const uint4 *>(nsrc + WD_C));
         uint32_t nan = 0, bad = 0;
 #pragma unroll
         for (int i = 0; i < PER; i++)
@@ -188,7 +181,6 @@ template <int DS> struct wf_regs {
             } else if (DS && ch > CODES && ch < CH) { /* the bf16 rope, after the 16 bytes of scales: copied */
                 st(2 * CODES + ch - CODES - 1, r[i]);
             }
-            next(i);
         }
     }
 };
@@ -257,29 +249,8 @@ template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod 
     }
 }
 
-/* PL 1 at NPW 2 (MLA_GPU_DECODE_WF_BULK=3): widening warpgroup w loads half w of every tile (rows 32 w ..)
- * straight into its registers, and each register of tile k's half takes the load of tile k + 1's as
- * soon as it is widened: a tile period of latency cover in 48 registers (fp8_ds_mla), no raw bytes
- * through shared memory (the copy engine's write and the widening's read: ~640 of the ~2,900 wavefronts
- * a tile, ncu H100 2026-12-05). (Two whole halves a thread, x and y as PL 1 at NPW 1: 124-364 bytes of
- * spill at fp8_ds_mla h16, ptxas 13.0.) */
-template <int DS> __device__ __forceinline__ void wf_widen_regs(const wf_prod &p, int w)
-{
-    const int j = p.u / 4, q = p.u % 4;
-    wf_regs<DS> x;
-    const uint8_t *px = p.src_of(w);
-    x.load(px, q);
-    for (int k = 0; k < p.ntiles; k++) {
-        const uint8_t *nx = p.src_of(2 * k + 2 + w);
-        p.wait_slot(k);
-        x.widen(px != nullptr, p.kb + k % 2 * WD_TILE, w * WF_RN + j, q, nx);
-        px = nx;
-        p.tile_done(k);
-    }
-}
-
 /* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp, or with RG a
- * whole copy warpgroup whose warps 1-3 only give their registers back (PL 1's RG: the widening's own) */
+ * whole copy warpgroup whose warps 1-3 only give their registers back */
 template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? (RG ? 128 : 32) : 0); }
 /* RG's register split (setmaxnreg): the copy warpgroup down to WF_RG_COPY, the consumer up to WF_RG_CONS,
  * the widening warpgroups at the launch's (65536 / threads: 128 at NPW 2, 168 at NPW 1); the consumer
@@ -287,12 +258,9 @@ template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 
  * (ptxas 13.0: 1,164 / 404 bytes of spill). At NPW 2: 232 + 2 x 128 + 24 = 4 x 128, the pool exactly. */
 #define WF_RG_CONS 232
 #define WF_RG_COPY 24
-/* PL 1 at NPW 2 (384 threads, 168 registers at launch): the widening warpgroups down to 136 each, so
- * 232 + 2 x 136 = 504 of the 3 x 168 the launch holds */
-#define WF_RG_WIDEN 136
 
-/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 1 and 2);
- * ER: the consumer's order (below); RG: the register split (wf_threads); UN: the consumer's loop
+/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only);
+ * ER: the consumer's order (below); RG: PL 2's register split (wf_threads); UN: the consumer's loop
  * unrolled by two for constant slots (kb_s); wq: the widening's thread mapping (wf_prod::widen). */
 /* a consumer tile's bf16 slot: B, or tile it's it % 2 (B -1) */
 template <int B> struct wf_slot {
@@ -345,11 +313,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
             } else
                 wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
         } else if constexpr (PL == 1) {
-            if constexpr (RG) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WF_RG_WIDEN) : "memory");
-            if constexpr (NPW == 2)
-                wf_widen_regs<DS>(p, wg - 1);
-            else
-                wf_produce_regs<DS>(p);
+            wf_produce_regs<DS>(p);
         } else {
             wf_produce_ring<DS, NST>(p);
         }
@@ -593,15 +557,14 @@ static int wf_unroll(void)
     return on;
 }
 
-/* The raw halves' route (PL 0, 1 or 2) and widening warpgroups: MLA_GPU_DECODE_WF_BULK, read once: 0 the
- * cp.async ring, 1 the copy engine (PL 2) with one widening warpgroup, 2 with two, 3 straight into the
- * registers of two widening warpgroups (PL 1 at NPW 2; with the register split where RG). Unset: 2 up to 16
+/* The raw halves' route (PL 0 or 2) and widening warpgroups: MLA_GPU_DECODE_WF_BULK, read once: 0 the
+ * cp.async ring, 1 the copy engine (PL 2) with one widening warpgroup, 2 with two. Unset: 2 up to 16
  * heads (fp8_ds_mla h16 373.3 us, against 391.7 with one and 450.9 for the ring; bit-identical), and
  * for 17-32 heads with the register split (without it PL 2 at N 32 spills: 844.2 us against the ring's
  * 470.9 at fp8 h32; H200, 2026-12-04), else the ring. */
 static int wf_bulk(int nw, int rg)
 {
-    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_BULK"), v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 3);
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_BULK"), v = gpu_env_switch("MLA_GPU_DECODE_WF_BULK", 2);
     return off ? 0 : v ? v : nw <= 16 || rg ? 2 : 0;
 }
 
@@ -626,11 +589,6 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
     const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll();
-    if (wf_bulk(NW, rg) == 3) /* the split at 32 heads only: at 16 the launch's 168 hold both sides (166, ptxas
-                               * 13.0), while the widening at WF_RG_WIDEN spills 80 bytes (fp8_ds_mla) */
-        return rg && NW > 16 ? wf_launch<NW, DS, 1, 0, 2, 1, 1>(st, a, g)
-               : er          ? wf_launch<NW, DS, 1, 0, 2, 1>(st, a, g)
-                             : wf_launch<NW, DS, 1, 0, 2>(st, a, g);
     switch (wf_bulk(NW, rg) * 2 + (nst == 3)) {
     case 5:
         return un   ? wf_launch<NW, DS, 2, 3, 2, 1, 1, 1>(st, a, g)
