@@ -46,7 +46,7 @@ struct wf_prod {
     uint8_t *kb, *raw;
     uint32_t full, empty;
     int slot, j0, j1, ntiles, u; /* u: 0 .. 127 */
-    int wq;                      /* widening: dm_widen_e4m3_q (1) or dm_widen_e4m3 */
+    int wq;                      /* widening: dm_widen_e4m3_q (1 and 2; 2: PL 2 frees a raw stage once read) or dm_widen_e4m3 */
     __device__ int row_of(int h) const { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; } /* first row of half h */
     /* this thread's row (u / 4) of half h, null past the split */
     __device__ const uint8_t *src_of(int h) const
@@ -69,6 +69,12 @@ struct wf_prod {
         else
             dm_widen_e4m3<DS, WF_RN, 128>(raw_h, g.rb, dst, n, u);
     }
+    /* dm_widen_e4m3_q in two steps: half h's rows from raw_h into x's registers, then into its bf16 slot */
+    template <int DS> __device__ void fetch(dm_wq<DS, WF_RN> &x, const uint8_t *raw_h, int h) const
+    {
+        x.load(raw_h, g.rb, min(WD_NK, j1 - (j0 + h / 2 * WD_NK)) - h % 2 * WF_RN, u);
+    }
+    template <int DS> __device__ void put(const dm_wq<DS, WF_RN> &x, int h) const { x.store(kb + h / 2 % 2 * WD_TILE + h % 2 * WF_RN * WG_ATOM_ROW); }
     /* after tile k's last rows: visible to wgmma, tile k full */
     __device__ void tile_done(int k) const
     {
@@ -216,14 +222,23 @@ template <int NST> __device__ __forceinline__ void wf_copy_bulk(const wf_prod &p
 }
 
 /* widening warpgroup w of NPW: halves w, w + NPW, ... */
-template <int DS, int NST, int NPW> __device__ __forceinline__ void wf_widen_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int w)
+template <int DS, int NST, int NPW, int RE> __device__ __forceinline__ void wf_widen_bulk(const wf_prod &p, uint32_t rfull, uint32_t rempty, int w)
 {
     for (int h = w; h < 2 * p.ntiles; h += NPW) {
         const int k = h / 2, s = h % NST;
-        if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
-        wg_mb_wait(rfull + 8 * (h % (2 * NST)), (h / (2 * NST)) & 1);
-        p.widen<DS>(p.raw + s * WF_RN * p.g.rb, h);
-        wg_mb_arrive(rempty + 8 * s);
+        if constexpr (RE) { /* the stage freed once read, before the wait for the bf16 slot (wf_release_early) */
+            wg_mb_wait(rfull + 8 * (h % (2 * NST)), (h / (2 * NST)) & 1);
+            dm_wq<DS, WF_RN> x;
+            p.fetch<DS>(x, p.raw + s * WF_RN * p.g.rb, h);
+            wg_mb_arrive(rempty + 8 * s); /* release: this thread's reads of the stage are done */
+            if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
+            p.put<DS>(x, h);
+        } else {
+            if (NPW == 2 || h % 2 == 0) p.wait_slot(k);
+            wg_mb_wait(rfull + 8 * (h % (2 * NST)), (h / (2 * NST)) & 1);
+            p.widen<DS>(p.raw + s * WF_RN * p.g.rb, h);
+            wg_mb_arrive(rempty + 8 * s);
+        }
         if (NPW == 2 || h % 2) p.tile_done(k);
     }
 }
@@ -310,8 +325,11 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
                     if (tid % 128 >= 32) return;
                 }
                 wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
-            } else
-                wf_widen_bulk<DS, NST, NPW>(p, rfull, rempty, wg - 1);
+            } else if (wq == 2) {
+                wf_widen_bulk<DS, NST, NPW, 1>(p, rfull, rempty, wg - 1);
+            } else {
+                wf_widen_bulk<DS, NST, NPW, 0>(p, rfull, rempty, wg - 1);
+            }
         } else if constexpr (PL == 1) {
             wf_produce_regs<DS>(p);
         } else {
@@ -507,12 +525,23 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
     return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
 }
 
+/* MLA_GPU_DECODE_WF_RE=1, read once: PL 2's widening frees a raw stage as soon as it has read it into
+ * registers, then waits for its bf16 slot (RE 0: slot, stage, widen, free). Why (ncu H100 2026-12-06,
+ * results/published/2026-12-06-s19 call 2, fp8_ds_mla h16): the widening warps waited for landed halves
+ * 24% of their samples and for a free slot 12%, while the copy warp waited for free stages: a stage's
+ * bytes sat in shared memory through the slot wait, so fewer than the three stages (63 KB) were in flight. */
+static int wf_release_early(void)
+{
+    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_RE", 1) == 1;
+    return on;
+}
+
 /* MLA_GPU_DECODE_WF_WQ, read once: 0 dm_widen_e4m3's thread mapping instead of dm_widen_e4m3_q's (unset: 1).
  * (L2 prefetch ahead of the copy warp, MLA_GPU_DECODE_WF_PF 2, 4 and 8 halves: removed, 0.97-1.0x at fp8 and
  * fp8_ds_mla h16 and h32, H200 2026-12-05.) */
 static int wf_quads(void)
 {
-    static const int v = !gpu_env_off("MLA_GPU_DECODE_WF_WQ");
+    static const int v = gpu_env_off("MLA_GPU_DECODE_WF_WQ") ? 0 : wf_release_early() ? 2 : 1;
     return v;
 }
 

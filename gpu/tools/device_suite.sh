@@ -136,6 +136,7 @@ if want switches; then
       sw MLA_GPU_DECODE_WF_ER "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF_RG "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF_UN "0 1" --only "${SW_FP8:-2 17}"
+      sw MLA_GPU_DECODE_WF_RE "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WG_HG "0 1" --only "${SW_H128:-1 4 14}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
