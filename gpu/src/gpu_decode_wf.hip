@@ -4,8 +4,9 @@
  * (threads 0-127) holds every head of the block (N = NW, 16 or 32) and only runs S^T, the softmax and
  * P V, freeing a tile's slot once its P V has completed, before S^T of the next (wf_early). The raw halves come by the copy engine
  * (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default up to 16 heads), through a
- * cp.async ring in shared memory (PL 0: one producer warpgroup; the default for 17-32 heads) or straight
- * into the producer's registers (PL 1, MLA_GPU_DECODE_WF=2); wf_bulk says why. The default decode of
+ * cp.async ring in shared memory (PL 0: one producer warpgroup); wf_bulk says why. (PL 1, the raw rows
+ * straight into the producer's registers, was removed: slower both times it was tried, KERNELS.md wf v5
+ * and v9.) The default decode of
  * those caches up to 32 heads (MLA_GPU_DECODE_WF=0: the wt kernel); versions and measurements:
  * gpu/bench/KERNELS.md "wf".
  *
@@ -30,8 +31,8 @@
 #define WF_RN 32  /* rows of a raw stage: half a tile */
 #define WF_PBAR 2 /* the producer's named barrier (1: the consumer warpgroup's) */
 
-/* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles (none
- * when the producer loads into registers), the consumers' column reductions (4 warps x NW), the
+/* Shared memory: alignment slack, two bf16 tiles, Q and P^T of the NW heads, NST raw half tiles, the
+ * consumers' column reductions (4 warps x NW), the
  * mbarriers full[2], empty[2], rfull[2 NST], rempty[NST] (the last two: PL 2's raw ring). */
 static size_t wf_shm(int nw, int nst, int rb)
 {
@@ -46,7 +47,7 @@ struct wf_prod {
     uint8_t *kb, *raw;
     uint32_t full, empty;
     int slot, j0, j1, ntiles, u; /* u: 0 .. 127 */
-    int wq;                      /* widening: dm_widen_e4m3_q (1 and 2; 2: PL 2 frees a raw stage once read) or dm_widen_e4m3 */
+    int wq;                      /* widening: dm_widen_e4m3_q (1) or dm_widen_e4m3 */
     __device__ int row_of(int h) const { return j0 + h / 2 * WD_NK + h % 2 * WF_RN; } /* first row of half h */
     /* this thread's row (u / 4) of half h, null past the split */
     __device__ const uint8_t *src_of(int h) const
@@ -114,83 +115,6 @@ template <int DS, int NST> __device__ __forceinline__ void wf_produce_ring(const
     asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no thread leaves with copies in flight */
 }
 
-/* PL 1: no raw ring: each producer thread loads its quarter of a row (16-byte chunks q + 4 i of its 41
- * (fp8_ds_mla) or 36; fp8_ds_mla's scale chunk too) straight into registers, the other half's loads in
- * flight while it widens one, and widens from there: no shared-memory write and read of the raw rows
- * (84 KB a tile), no barrier among the producer's warps. Slower (661.3 us at fp8_ds_mla h16 against the
- * ring's 455.1, H200 2026-12-04): the widening waits on loads issued one half earlier. */
-template <int DS> struct wf_regs {
-    static constexpr int CH = DS ? (WD_C + 16 + 2 * (WD_L - WD_C)) / 16 : WD_L / 16; /* 16-byte chunks a row */
-    static constexpr int PER = (CH + 3) / 4, CODES = DS ? WD_C / 16 : CH;               /* a thread's; of codes */
-    uint4 r[PER], scl;
-    __device__ void load(const uint8_t *src, int q)
-    {
-        if (!src) return;
-#pragma unroll
-        for (int i = 0; i < PER; i++)
-            if (q + 4 * i < CH) r[i] = __ldcs(reinterpret_cast<const uint4 *>(src) + q + 4 * i);
-        if (DS) scl = __ldcs(reinterpret_cast<const uint4 *>(src + WD_C));
-    }
-    /* row `row` of the bf16 tile at kb: 8-element chunk e of the row at atom e / 8, chunk e % 8 ^ row % 8;
-     * values as dm_widen_e4m3's (the same conversions; the checks over this thread's codes and scales);
-     * !ok: zeros (a row past the split) */
-    __device__ void widen(bool ok, uint8_t *kb, int row, int q) const
-    {
-        auto st = [&](int e, uint4 v) { *reinterpret_cast<uint4 *>(kb + e / 8 * WD_ATOM + row * WG_ATOM_ROW + ((e % 8) ^ (row % 8)) * 16) = v; };
-        const uint4 z = make_uint4(0, 0, 0, 0);
-        if (!ok) {
-#pragma unroll
-            for (int i = 0; i < PER; i++) {
-                const int ch = q + 4 * i;
-                if (ch < CODES) {
-                    st(2 * ch, z);
-                    st(2 * ch + 1, z);
-                } else if (DS && ch > CODES && ch < CH) {
-                    st(2 * CODES + ch - CODES - 1, z);
-                }
-            }
-            return;
-        }
-        float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-        if (DS) sc[0] = __uint_as_float(scl.x), sc[1] = __uint_as_float(scl.y), sc[2] = __uint_as_float(scl.z), sc[3] = __uint_as_float(scl.w);
-        uint32_t nan = 0, bad = 0;
-#pragma unroll
-        for (int i = 0; i < PER; i++)
-            if (q + 4 * i < CODES)
-                nan |= ((r[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((r[i].y & 0x7f7f7f7fu) + 0x01010101u) |
-                       ((r[i].z & 0x7f7f7f7fu) + 0x01010101u) | ((r[i].w & 0x7f7f7f7fu) + 0x01010101u);
-#pragma unroll
-        for (int t = 0; t < 4; t++) {
-            const uint32_t b = __float_as_uint(sc[t]);
-            bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
-        }
-        const bool fast = !(nan & 0x80808080u) && !bad;
-        __nv_bfloat162 m[4];
-#pragma unroll
-        for (int t = 0; t < 4; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int ch = q + 4 * i, t = DS ? i / 2 % 4 : 0; /* codes 16 ch ..: scale tile 16 ch / 128 = i / 2 */
-            if (ch < CODES) {
-                uint4 lo, hi;
-                if (fast) {
-                    dm_e4m3x4_bf16(r[i].x, m[t], lo.x, lo.y);
-                    dm_e4m3x4_bf16(r[i].y, m[t], lo.z, lo.w);
-                    dm_e4m3x4_bf16(r[i].z, m[t], hi.x, hi.y);
-                    dm_e4m3x4_bf16(r[i].w, m[t], hi.z, hi.w);
-                } else {
-                    lo = dm_e4m3x8_bf16(make_uint2(r[i].x, r[i].y), sc[t]);
-                    hi = dm_e4m3x8_bf16(make_uint2(r[i].z, r[i].w), sc[t]);
-                }
-                st(2 * ch, lo);
-                st(2 * ch + 1, hi);
-            } else if (DS && ch > CODES && ch < CH) { /* the bf16 rope, after the 16 bytes of scales: copied */
-                st(2 * CODES + ch - CODES - 1, r[i]);
-            }
-        }
-    }
-};
-
 /* PL 2: the copy engine fetches each raw half with one cp.async.bulk a run of its rows that lies in one
  * page (one copy a half when pages hold whole halves), issued by a copy warp up to NST halves ahead into
  * stage h % NST; rfull[h % (2 NST)] completes when half h's bytes have landed, rempty[h % NST] when the
@@ -243,27 +167,6 @@ template <int DS, int NST, int NPW, int RE> __device__ __forceinline__ void wf_w
     }
 }
 
-template <int DS> __device__ __forceinline__ void wf_produce_regs(const wf_prod &p)
-{
-    const int j = p.u / 4, q = p.u % 4;
-    wf_regs<DS> x, y; /* halves h (rows 0-31 of tile h / 2) and h + 1 (rows 32-63) */
-    const uint8_t *px = p.src_of(0), *py = p.src_of(1);
-    x.load(px, q);
-    y.load(py, q);
-    for (int h = 0; h < 2 * p.ntiles; h += 2) {
-        const int k = h / 2;
-        uint8_t *tile = p.kb + k % 2 * WD_TILE;
-        p.wait_slot(k);
-        x.widen(px != nullptr, tile, j, q);
-        px = p.src_of(h + 2);
-        x.load(px, q);
-        y.widen(py != nullptr, tile, WF_RN + j, q);
-        py = p.src_of(h + 3);
-        y.load(py, q);
-        p.tile_done(k);
-    }
-}
-
 /* threads: the consumer warpgroup, NPW producer (widening) warpgroups, PL 2's copy warp, or with RG a
  * whole copy warpgroup whose warps 1-3 only give their registers back */
 template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 + NPW) + (PL == 2 ? (RG ? 128 : 32) : 0); }
@@ -274,15 +177,16 @@ template <int PL, int NPW, int RG> constexpr int wf_threads() { return 128 * (1 
 #define WF_RG_CONS 232
 #define WF_RG_COPY 24
 
-/* NST raw half stages (PL 0 and 2), or none (PL 1: registers); NPW widening warpgroups (2: PL 2 only);
+/* NST raw half stages (PL 0 and 2); NPW widening warpgroups (2: PL 2 only);
  * ER: the consumer's order (below); RG: PL 2's register split (wf_threads); UN: the consumer's loop
- * unrolled by two for constant slots (kb_s); wq: the widening's thread mapping (wf_prod::widen). */
+ * unrolled by two for constant slots (kb_s); RE: PL 2's raw stages freed once read (wf_widen_bulk);
+ * wq: the widening's thread mapping (wf_prod::widen). */
 /* a consumer tile's bf16 slot: B, or tile it's it % 2 (B -1) */
 template <int B> struct wf_slot {
     __device__ static constexpr int of(int it) { return B < 0 ? it % 2 : B; }
 };
 
-template <int NW, int DS, int PL, int NST, int NPW, int ER, int RG, int UN>
+template <int NW, int DS, int PL, int NST, int NPW, int ER, int RG, int UN, int RE>
 __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf(gpu_decode_args a, dm_geom g, int wq)
 {
     constexpr int QA = NW * WG_ATOM_ROW; /* one atom of Q: NW rows x 64 columns */
@@ -325,13 +229,9 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
                     if (tid % 128 >= 32) return;
                 }
                 wf_copy_bulk<NST>(p, rfull, rempty, tid % 32);
-            } else if (wq == 2) {
-                wf_widen_bulk<DS, NST, NPW, 1>(p, rfull, rempty, wg - 1);
             } else {
-                wf_widen_bulk<DS, NST, NPW, 0>(p, rfull, rempty, wg - 1);
+                wf_widen_bulk<DS, NST, NPW, RE>(p, rfull, rempty, wg - 1);
             }
-        } else if constexpr (PL == 1) {
-            wf_produce_regs<DS>(p);
         } else {
             wf_produce_ring<DS, NST>(p);
         }
@@ -525,7 +425,7 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
     return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
 }
 
-/* MLA_GPU_DECODE_WF_RE=1, read once: PL 2's widening frees a raw stage as soon as it has read it into
+/* MLA_GPU_DECODE_WF_RE=1, read once (with RG and WQ, not UN): PL 2's widening frees a raw stage once read into
  * registers, then waits for its bf16 slot (RE 0: slot, stage, widen, free). Why (ncu H100 2026-12-06,
  * results/published/2026-12-06-s19 call 2, fp8_ds_mla h16): the widening warps waited for landed halves
  * 24% of their samples and for a free slot 12%, while the copy warp waited for free stages: a stage's
@@ -541,31 +441,24 @@ static int wf_release_early(void)
  * fp8_ds_mla h16 and h32, H200 2026-12-05.) */
 static int wf_quads(void)
 {
-    static const int v = gpu_env_off("MLA_GPU_DECODE_WF_WQ") ? 0 : wf_release_early() ? 2 : 1;
+    static const int v = !gpu_env_off("MLA_GPU_DECODE_WF_WQ");
     return v;
 }
 
-template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 0, int RG = 0, int UN = 0>
+template <int NW, int DS, int PL, int NST, int NPW = 1, int ER = 0, int RG = 0, int UN = 0, int RE = 0>
 static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     const size_t shm = wf_shm(NW, NST, g.rb);
     static size_t attr = 0; /* per instantiation: > 48 KB of dynamic shared memory needs the opt-in */
     if (shm > attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN, RE>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
     dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN><<<grid, wf_threads<PL, NPW, RG>(), shm, st>>>(*a, g, wf_quads());
+    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN, RE><<<grid, wf_threads<PL, NPW, RG>(), shm, st>>>(*a, g, wf_quads());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
-}
-
-/* MLA_GPU_DECODE_WF=2, read once: the producer loads into registers (PL 1) instead of the raw ring. */
-static int wf_regs_on(void)
-{
-    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF", 2) == 2;
-    return on;
 }
 
 /* MLA_GPU_DECODE_WF_RG, read once: 0 PL 2 without the register split (wf_threads; unset: with it, where
@@ -609,23 +502,24 @@ static int wf_early(void)
     return on;
 }
 
-/* PL 1; else as many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
+/* As many raw half stages (3 or 2) as shared memory holds beside the two bf16 tiles
  * (fp8_ds_mla h16: 3, 232,272 B; h32: 2). */
 template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
-    if (wf_regs_on()) return wf_launch<NW, DS, 1, 0>(st, a, g);
     const int nst = wf_shm(NW, 3, g.rb) <= DM_SHM_MAX ? 3 : 2;
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
-    const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll();
+    const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll(), re = rg && !un && wf_quads() && wf_release_early();
     switch (wf_bulk(NW, rg) * 2 + (nst == 3)) {
     case 5:
         return un   ? wf_launch<NW, DS, 2, 3, 2, 1, 1, 1>(st, a, g)
+               : re ? wf_launch<NW, DS, 2, 3, 2, 1, 1, 0, 1>(st, a, g)
                : rg ? wf_launch<NW, DS, 2, 3, 2, 1, 1>(st, a, g)
                : er ? wf_launch<NW, DS, 2, 3, 2, 1>(st, a, g)
                     : wf_launch<NW, DS, 2, 3, 2>(st, a, g);
     case 4:
         return un   ? wf_launch<NW, DS, 2, 2, 2, 1, 1, 1>(st, a, g)
+               : re ? wf_launch<NW, DS, 2, 2, 2, 1, 1, 0, 1>(st, a, g)
                : rg ? wf_launch<NW, DS, 2, 2, 2, 1, 1>(st, a, g)
                     : wf_launch<NW, DS, 2, 2, 2>(st, a, g);
     case 3: return wf_launch<NW, DS, 2, 3, 1>(st, a, g);
