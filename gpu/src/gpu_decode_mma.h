@@ -276,8 +276,84 @@ __device__ __forceinline__ void dm_widen_e4m3(const uint8_t *__restrict__ raw, i
  * mapping (chunks q + 4 k, 8 bytes of codes a load) took 2x the ideal wavefronts on both (ncu of
  * gpu_decode_wf.hip at fp8_ds_mla h16, 2026-12-05: 8 a STS.128, 4 a LDS.64). Values as dm_widen_e4m3's,
  * bit for bit. */
+template <int DS, int NK>
+__device__ __forceinline__ void dm_widen_e4m3_q(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n, unsigned u)
+{
+    constexpr int RM = (DS ? WD_C : WD_L) / 16, NM = RM / 4, NS = DS ? WD_C / MLA_KV_DS_TILE : 1; /* chunks: row, thread */
+    const int j = u / 4, q = u % 4, rot = DS && (j & 1) ? 3 : 0, a0 = (q + rot) / 4, s0 = 2 * ((q + rot) % 4);
+    const int last = (q + rot + 4 * (NM - 1)) % RM; /* the one chunk that may wrap */
+    uint8_t *lo = kb + j * WG_ATOM_ROW + a0 * WD_ATOM + ((s0 ^ (j % 8)) * 16), *hi = lo + (((s0 + 1) ^ (j % 8)) - (s0 ^ (j % 8))) * 16;
+    auto st = [&](int i, uint4 l, uint4 h) {
+        const int d = i < NM - 1 ? i * WD_ATOM : (last / 4 - a0) * WD_ATOM;
+        *reinterpret_cast<uint4 *>(lo + d) = l;
+        *reinterpret_cast<uint4 *>(hi + d) = h;
+    };
+    /* the rope (fp8_ds_mla: 8 bf16 chunks after 512 codes and 16 bytes of scales): chunks (q + rot + 4 s) % 8 */
+    auto rope_at = [&](int s) { return kb + j * WG_ATOM_ROW + WD_C / 64 * WD_ATOM + ((((q + rot + 4 * s) % 8) ^ (j % 8)) * 16); };
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    if (j >= n) {
+#pragma unroll
+        for (int i = 0; i < NM; i++) st(i, z, z);
+        if (DS)
+#pragma unroll
+            for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = z;
+        return;
+    }
+    const uint8_t *row = raw + (size_t)j * rb, *lb = row + 16 * (q + rot);
+    uint4 w[NM], rope[2];
+#pragma unroll
+    for (int i = 0; i < NM; i++) w[i] = *reinterpret_cast<const uint4 *>(i < NM - 1 ? lb + 64 * i : row + 16 * last);
+    float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    if (DS) {
+        const uint4 s = *reinterpret_cast<const uint4 *>(row + WD_C);
+        sc[0] = __uint_as_float(s.x), sc[1] = __uint_as_float(s.y), sc[2] = __uint_as_float(s.z), sc[3] = __uint_as_float(s.w);
+#pragma unroll
+        for (int s2 = 0; s2 < 2; s2++) rope[s2] = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 16 * ((q + rot + 4 * s2) % 8));
+    }
+    /* chunk i's scale tile, (q + rot + 4 i) / 8 % 4: i / 2, but i / 2 + 1 on odd i of a rotated thread past
+     * q 0 (both indices known at compile time: a runtime index would put the array in local memory) */
+    const bool up = rot && q >= 1;
+    uint32_t nan = 0, bad = 0;
+#pragma unroll
+    for (int i = 0; i < NM; i++)
+        nan |= ((w[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].y & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].z & 0x7f7f7f7fu) + 0x01010101u) |
+               ((w[i].w & 0x7f7f7f7fu) + 0x01010101u);
+#pragma unroll
+    for (int t = 0; t < NS; t++) {
+        const uint32_t b = __float_as_uint(sc[t]);
+        bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
+    }
+    if (!(nan & 0x80808080u) && !bad) {
+        __nv_bfloat162 m[NS];
+#pragma unroll
+        for (int t = 0; t < NS; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
+#pragma unroll
+        for (int i = 0; i < NM; i++) {
+            const __nv_bfloat162 mi = i % 2 && up ? m[(i / 2 + 1) % NS] : m[i / 2 % NS];
+            uint4 l, h;
+            dm_e4m3x4_bf16(w[i].x, mi, l.x, l.y);
+            dm_e4m3x4_bf16(w[i].y, mi, l.z, l.w);
+            dm_e4m3x4_bf16(w[i].z, mi, h.x, h.y);
+            dm_e4m3x4_bf16(w[i].w, mi, h.z, h.w);
+            st(i, l, h);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < NM; i++) {
+            const float si = i % 2 && up ? sc[(i / 2 + 1) % NS] : sc[i / 2 % NS];
+            st(i, dm_e4m3x8_bf16(make_uint2(w[i].x, w[i].y), si), dm_e4m3x8_bf16(make_uint2(w[i].z, w[i].w), si));
+        }
+    }
+    if (DS)
+#pragma unroll
+        for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = rope[s];
+}
+
 /* dm_widen_e4m3_q in two steps (its loads, then its conversions and stores), for a widening that frees
- * the raw rows before it may write the tile: the same mapping and values. */
+ * the raw rows before it may write the tile (gpu_decode_wf.hip's RE): the same mapping and values. A copy
+ * of dm_widen_e4m3_q's body while RE is unmeasured: dm_widen_e4m3_q written as load then store changes
+ * the PTX of every wf kernel (nvcc 13.0), so the measured defaults keep their own; if RE wins, that
+ * function becomes load then store and this copy goes. */
 template <int DS, int NK> struct dm_wq {
     static constexpr int RM = (DS ? WD_C : WD_L) / 16, NM = RM / 4, NS = DS ? WD_C / MLA_KV_DS_TILE : 1; /* chunks: row, thread */
     int j, q, rot, live;
@@ -360,79 +436,6 @@ template <int DS, int NK> struct dm_wq {
             for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = rope[s];
     }
 };
-
-template <int DS, int NK>
-__device__ __forceinline__ void dm_widen_e4m3_q(const uint8_t *__restrict__ raw, int rb, uint8_t *__restrict__ kb, int n, unsigned u)
-{
-    constexpr int RM = (DS ? WD_C : WD_L) / 16, NM = RM / 4, NS = DS ? WD_C / MLA_KV_DS_TILE : 1; /* chunks: row, thread */
-    const int j = u / 4, q = u % 4, rot = DS && (j & 1) ? 3 : 0, a0 = (q + rot) / 4, s0 = 2 * ((q + rot) % 4);
-    const int last = (q + rot + 4 * (NM - 1)) % RM; /* the one chunk that may wrap */
-    uint8_t *lo = kb + j * WG_ATOM_ROW + a0 * WD_ATOM + ((s0 ^ (j % 8)) * 16), *hi = lo + (((s0 + 1) ^ (j % 8)) - (s0 ^ (j % 8))) * 16;
-    auto st = [&](int i, uint4 l, uint4 h) {
-        const int d = i < NM - 1 ? i * WD_ATOM : (last / 4 - a0) * WD_ATOM;
-        *reinterpret_cast<uint4 *>(lo + d) = l;
-        *reinterpret_cast<uint4 *>(hi + d) = h;
-    };
-    /* the rope (fp8_ds_mla: 8 bf16 chunks after 512 codes and 16 bytes of scales): chunks (q + rot + 4 s) % 8 */
-    auto rope_at = [&](int s) { return kb + j * WG_ATOM_ROW + WD_C / 64 * WD_ATOM + ((((q + rot + 4 * s) % 8) ^ (j % 8)) * 16); };
-    const uint4 z = make_uint4(0, 0, 0, 0);
-    if (j >= n) {
-#pragma unroll
-        for (int i = 0; i < NM; i++) st(i, z, z);
-        if (DS)
-#pragma unroll
-            for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = z;
-        return;
-    }
-    const uint8_t *row = raw + (size_t)j * rb, *lb = row + 16 * (q + rot);
-    uint4 w[NM], rope[2];
-#pragma unroll
-    for (int i = 0; i < NM; i++) w[i] = *reinterpret_cast<const uint4 *>(i < NM - 1 ? lb + 64 * i : row + 16 * last);
-    float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    if (DS) {
-        const uint4 s = *reinterpret_cast<const uint4 *>(row + WD_C);
-        sc[0] = __uint_as_float(s.x), sc[1] = __uint_as_float(s.y), sc[2] = __uint_as_float(s.z), sc[3] = __uint_as_float(s.w);
-#pragma unroll
-        for (int s2 = 0; s2 < 2; s2++) rope[s2] = *reinterpret_cast<const uint4 *>(row + WD_C + 16 + 16 * ((q + rot + 4 * s2) % 8));
-    }
-    /* chunk i's scale tile, (q + rot + 4 i) / 8 % 4: i / 2, but i / 2 + 1 on odd i of a rotated thread past
-     * q 0 (both indices known at compile time: a runtime index would put the array in local memory) */
-    const bool up = rot && q >= 1;
-    uint32_t nan = 0, bad = 0;
-#pragma unroll
-    for (int i = 0; i < NM; i++)
-        nan |= ((w[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].y & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].z & 0x7f7f7f7fu) + 0x01010101u) |
-               ((w[i].w & 0x7f7f7f7fu) + 0x01010101u);
-#pragma unroll
-    for (int t = 0; t < NS; t++) {
-        const uint32_t b = __float_as_uint(sc[t]);
-        bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
-    }
-    if (!(nan & 0x80808080u) && !bad) {
-        __nv_bfloat162 m[NS];
-#pragma unroll
-        for (int t = 0; t < NS; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
-#pragma unroll
-        for (int i = 0; i < NM; i++) {
-            const __nv_bfloat162 mi = i % 2 && up ? m[(i / 2 + 1) % NS] : m[i / 2 % NS];
-            uint4 l, h;
-            dm_e4m3x4_bf16(w[i].x, mi, l.x, l.y);
-            dm_e4m3x4_bf16(w[i].y, mi, l.z, l.w);
-            dm_e4m3x4_bf16(w[i].z, mi, h.x, h.y);
-            dm_e4m3x4_bf16(w[i].w, mi, h.z, h.w);
-            st(i, l, h);
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < NM; i++) {
-            const float si = i % 2 && up ? sc[(i / 2 + 1) % NS] : sc[i / 2 % NS];
-            st(i, dm_e4m3x8_bf16(make_uint2(w[i].x, w[i].y), si), dm_e4m3x8_bf16(make_uint2(w[i].z, w[i].w), si));
-        }
-    }
-    if (DS)
-#pragma unroll
-        for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = rope[s];
-}
 
 /* Cache rows [c, c + 64) of a bf16 wide cache into a swizzled tile (one cp.async commit group's copies)
  * by NT threads, u = 0 .. NT - 1 (DM_THREADS: the block; 128: one warpgroup): row u / T, 16-byte chunks
