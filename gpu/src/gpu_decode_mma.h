@@ -459,7 +459,7 @@ mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm
 /* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in fp8. */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
-/* Its warp-specialized fp8 form (gpu_decode_wf.hip): an e4m3fn cache, up to 16 heads (32 opt-in); wt
+/* Its warp-specialized fp8 form (gpu_decode_wf.hip): an e4m3fn cache, up to 32 heads; wt
  * dispatches to it. */
 int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);

@@ -2,13 +2,12 @@
  * fp8 or fp8_ds_mla, C 512 + R 64), up to 32 heads, warp-specialized: producers fetch the raw rows in
  * 32-row half tiles and widen them, exactly, into a ring of two bf16 tiles; one consumer warpgroup
  * (threads 0-127) holds every head of the block (N = NW, 16 or 32) and only runs S^T, the softmax and
- * P V, freeing a tile's slot once its P V has completed, before S^T of the next (wf_early). The raw halves come by the copy engine
- * (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default up to 16 heads), through a
- * cp.async ring in shared memory (PL 0: one producer warpgroup); wf_bulk says why. (PL 1, the raw rows
- * straight into the producer's registers, was removed: slower both times it was tried, KERNELS.md wf v5
- * and v9.) The default decode of
- * those caches up to 32 heads (MLA_GPU_DECODE_WF=0: the wt kernel); versions and measurements:
- * gpu/bench/KERNELS.md "wf".
+ * P V, freeing a tile's slot once its P V has completed, before S^T of the next (wf_early). The raw
+ * halves come by the copy engine (PL 2: a copy warp's cp.async.bulk, two widening warpgroups; the default,
+ * up to 32 heads with the register split, wf_split) or through a cp.async ring in shared memory (PL 0: one
+ * producer warpgroup); wf_bulk says why. (PL 1, the raw rows straight into the producer's registers, was
+ * removed: slower both times it was tried, KERNELS.md wf v5 and v9.) The default decode of those caches up
+ * to 32 heads (MLA_GPU_DECODE_WF=0: the wt kernel); versions and measurements: gpu/bench/KERNELS.md "wf".
  *
  * Why (ncu of wt at fp8_ds_mla h16, 2026-12-04): one block of 8 warps ran copy, widening, S, softmax and
  * P V of each tile in one chain (DRAM 23.7%, tensor 6.2%, 0.34 issued a scheduler), and its two

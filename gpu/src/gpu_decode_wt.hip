@@ -325,7 +325,7 @@ mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm
                           "(64 over fp8)");
     if (mla_attn_tc_tile(1, a->h, dm_tc_wide(a)) != WD_NK) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: transposed wgmma decode tile disagrees with mla_attn_tc_tile");
-    if (gpu_decode_wf_fits(&a->kv, a->h)) return gpu_attn_decode_wf(st, a, g); /* e4m3fn up to 16 heads (32 opt-in) */
+    if (gpu_decode_wf_fits(&a->kv, a->h)) return gpu_attn_decode_wf(st, a, g); /* e4m3fn up to 32 heads */
     const int raw = a->kv.codec.format != MLA_KV_BF16;
     if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
     if (a->h <= 32) return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
