@@ -267,6 +267,45 @@ __device__ __forceinline__ void dm_widen_e4m3(const uint8_t *__restrict__ raw, i
         for (int k = NCODE; k < NCH; k++) *reinterpret_cast<uint4 *>(at(k)) = rope[k - NCODE];
 }
 
+/* dm_widen_e4m3_q's checks and conversions: a thread's NM chunks of 16 codes w with their scale tiles sc
+ * (up: see there), chunk i's two bf16 chunks stored by st(i, lo, hi); the exact integer path unless a
+ * code is NaN or a scale not a power of two in range, then dm_e4m3x8_bf16 */
+template <int NM, int NS, typename ST>
+__device__ __forceinline__ void dm_wq_convert(const uint4 (&w)[NM], const float (&sc)[4], bool up, ST st)
+{
+    uint32_t nan = 0, bad = 0;
+#pragma unroll
+    for (int i = 0; i < NM; i++)
+        nan |= ((w[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].y & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].z & 0x7f7f7f7fu) + 0x01010101u) |
+               ((w[i].w & 0x7f7f7f7fu) + 0x01010101u);
+#pragma unroll
+    for (int t = 0; t < NS; t++) {
+        const uint32_t b = __float_as_uint(sc[t]);
+        bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
+    }
+    if (!(nan & 0x80808080u) && !bad) {
+        __nv_bfloat162 m[NS];
+#pragma unroll
+        for (int t = 0; t < NS; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
+#pragma unroll
+        for (int i = 0; i < NM; i++) {
+            const __nv_bfloat162 mi = i % 2 && up ? m[(i / 2 + 1) % NS] : m[i / 2 % NS];
+            uint4 l, h;
+            dm_e4m3x4_bf16(w[i].x, mi, l.x, l.y);
+            dm_e4m3x4_bf16(w[i].y, mi, l.z, l.w);
+            dm_e4m3x4_bf16(w[i].z, mi, h.x, h.y);
+            dm_e4m3x4_bf16(w[i].w, mi, h.z, h.w);
+            st(i, l, h);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < NM; i++) {
+            const float si = i % 2 && up ? sc[(i / 2 + 1) % NS] : sc[i / 2 % NS];
+            st(i, dm_e4m3x8_bf16(make_uint2(w[i].x, w[i].y), si), dm_e4m3x8_bf16(make_uint2(w[i].z, w[i].w), si));
+        }
+    }
+}
+
 /* dm_widen_e4m3 at four threads a row (NT = 4 NK), no shared-memory bank met twice by a quarter warp
  * (the unit of 16-byte accesses: rows j and j ^ 1): thread q of row j loads 16 codes at a time, chunks
  * q + rot + 4 i (mod the row's), and stores their two bf16 chunks at slots 2 m % 8 and 2 m % 8 + 1 of
@@ -313,47 +352,17 @@ __device__ __forceinline__ void dm_widen_e4m3_q(const uint8_t *__restrict__ raw,
     /* chunk i's scale tile, (q + rot + 4 i) / 8 % 4: i / 2, but i / 2 + 1 on odd i of a rotated thread past
      * q 0 (both indices known at compile time: a runtime index would put the array in local memory) */
     const bool up = rot && q >= 1;
-    uint32_t nan = 0, bad = 0;
-#pragma unroll
-    for (int i = 0; i < NM; i++)
-        nan |= ((w[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].y & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].z & 0x7f7f7f7fu) + 0x01010101u) |
-               ((w[i].w & 0x7f7f7f7fu) + 0x01010101u);
-#pragma unroll
-    for (int t = 0; t < NS; t++) {
-        const uint32_t b = __float_as_uint(sc[t]);
-        bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
-    }
-    if (!(nan & 0x80808080u) && !bad) {
-        __nv_bfloat162 m[NS];
-#pragma unroll
-        for (int t = 0; t < NS; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
-#pragma unroll
-        for (int i = 0; i < NM; i++) {
-            const __nv_bfloat162 mi = i % 2 && up ? m[(i / 2 + 1) % NS] : m[i / 2 % NS];
-            uint4 l, h;
-            dm_e4m3x4_bf16(w[i].x, mi, l.x, l.y);
-            dm_e4m3x4_bf16(w[i].y, mi, l.z, l.w);
-            dm_e4m3x4_bf16(w[i].z, mi, h.x, h.y);
-            dm_e4m3x4_bf16(w[i].w, mi, h.z, h.w);
-            st(i, l, h);
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < NM; i++) {
-            const float si = i % 2 && up ? sc[(i / 2 + 1) % NS] : sc[i / 2 % NS];
-            st(i, dm_e4m3x8_bf16(make_uint2(w[i].x, w[i].y), si), dm_e4m3x8_bf16(make_uint2(w[i].z, w[i].w), si));
-        }
-    }
+    dm_wq_convert<NM, NS>(w, sc, up, st);
     if (DS)
 #pragma unroll
         for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = rope[s];
 }
 
 /* dm_widen_e4m3_q in two steps (its loads, then its conversions and stores), for a widening that frees
- * the raw rows before it may write the tile (gpu_decode_wf.hip's RE): the same mapping and values. A copy
- * of dm_widen_e4m3_q's body while RE is unmeasured: dm_widen_e4m3_q written as load then store changes
- * the PTX of every wf kernel (nvcc 13.0), so the measured defaults keep their own; if RE wins, that
- * function becomes load then store and this copy goes. */
+ * the raw rows before it may write the tile (gpu_decode_wf.hip's RE): the same mapping and values, the
+ * conversions shared (dm_wq_convert). Its loads and addresses repeat dm_widen_e4m3_q's while RE is
+ * unmeasured: dm_widen_e4m3_q written as load then store changes the PTX of every wf kernel (nvcc 13.0),
+ * so the measured defaults keep their own code; if RE wins, that function becomes load then store. */
 template <int DS, int NK> struct dm_wq {
     static constexpr int RM = (DS ? WD_C : WD_L) / 16, NM = RM / 4, NS = DS ? WD_C / MLA_KV_DS_TILE : 1; /* chunks: row, thread */
     int j, q, rot, live;
@@ -400,37 +409,7 @@ template <int DS, int NK> struct dm_wq {
         /* chunk i's scale tile, (q + rot + 4 i) / 8 % 4: i / 2, but i / 2 + 1 on odd i of a rotated thread past
          * q 0 (both indices known at compile time: a runtime index would put the array in local memory) */
         const bool up = rot && q >= 1;
-        uint32_t nan = 0, bad = 0;
-#pragma unroll
-        for (int i = 0; i < NM; i++)
-            nan |= ((w[i].x & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].y & 0x7f7f7f7fu) + 0x01010101u) | ((w[i].z & 0x7f7f7f7fu) + 0x01010101u) |
-                   ((w[i].w & 0x7f7f7f7fu) + 0x01010101u);
-#pragma unroll
-        for (int t = 0; t < NS; t++) {
-            const uint32_t b = __float_as_uint(sc[t]);
-            bad |= (b & 0x7fffffu) | ((b & 0x7f800000u) > (127u + 7u) << 23);
-        }
-        if (!(nan & 0x80808080u) && !bad) {
-            __nv_bfloat162 m[NS];
-#pragma unroll
-            for (int t = 0; t < NS; t++) m[t] = __float2bfloat162_rn(sc[t] * 0x1p120f);
-#pragma unroll
-            for (int i = 0; i < NM; i++) {
-                const __nv_bfloat162 mi = i % 2 && up ? m[(i / 2 + 1) % NS] : m[i / 2 % NS];
-                uint4 l, h;
-                dm_e4m3x4_bf16(w[i].x, mi, l.x, l.y);
-                dm_e4m3x4_bf16(w[i].y, mi, l.z, l.w);
-                dm_e4m3x4_bf16(w[i].z, mi, h.x, h.y);
-                dm_e4m3x4_bf16(w[i].w, mi, h.z, h.w);
-                st(i, l, h);
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < NM; i++) {
-                const float si = i % 2 && up ? sc[(i / 2 + 1) % NS] : sc[i / 2 % NS];
-                st(i, dm_e4m3x8_bf16(make_uint2(w[i].x, w[i].y), si), dm_e4m3x8_bf16(make_uint2(w[i].z, w[i].w), si));
-            }
-        }
+        dm_wq_convert<NM, NS>(w, sc, up, st);
         if (DS)
 #pragma unroll
             for (int s = 0; s < 2; s++) *reinterpret_cast<uint4 *>(rope_at(s)) = rope[s];
