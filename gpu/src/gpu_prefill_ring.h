@@ -69,13 +69,23 @@ __device__ __forceinline__ void pr_fill(const gpu_prefill_args &a, int h, int ba
 struct pr_no_hook {
     __device__ void operator()() const {}
 };
-template <int COPY, int TURNS, int QWG = 0, class Hook = pr_no_hook>
+template <int COPY, int TURNS, int QWG = 0, int SKIP = 0, class Hook = pr_no_hook>
 __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base, int nk, int causal, int row0,
                         uint8_t *qs, uint8_t *kst, int t0, float (&o)[64], float (&lse)[2], Hook after_s = Hook())
 {
     const int tid = threadIdx.x, warp = (tid % 128) / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int wg = wg_index();
+    /* ntiles: the part's tiles, every one copied and freed by both warpgroups; ntiles_wg: those this
+     * warpgroup's rows can see. Causal, warpgroup 0 (rows 0-63 of the query tile) sees none of the last
+     * tile's keys when the tile ends on the diagonal: its S, softmax and P V there would add exact zeros
+     * (P = 0, the maxima unchanged), so they are skipped: one of its 9 tiles on average at s 1024, one
+     * of 65 at 8k. SKIP 1 only (the ws kernel's default), never with COPY (the consumers share each
+     * tile's copies) or TURNS (the turns pair the warpgroups' steps). */
+    static_assert(!SKIP || (!COPY && !TURNS), "pr_part: SKIP needs a producer and no turns");
     const int ntiles = (nk + PW_BN - 1) / PW_BN;
+    const int ntiles_wg = !SKIP || !causal
+                              ? ntiles
+                              : (min(nk, row0 + 64 * wg + 64 + a.causal_plus) + PW_BN - 1) / PW_BN;
     const pr_ring r = pr_ring_at(kst);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -112,21 +122,21 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
     const uint32_t qa = tc_smem(qs) + wg * 64 * WG_ATOM_ROW;
     uint32_t pa[PW_BN / 16][4];
     float s[32], corr[2];
-    if (ntiles > 0) { /* step 0: S only */
+    if (ntiles_wg > 0) { /* step 0: S only */
         ready(t0);
         turn_wait(0);
         pw_scores(s, qa, r.k + (t0 % PW_RNK) * PW_KT);
         turn_pass(0);
         wg_wait<0>();
         wg_mb_arrive(r.kfree + 8 * (t0 % PW_RNK));
-        if (ntiles == 1) after_s();
+        if (ntiles_wg == 1) after_s();
         wg_fence_operand(s);
         pw_softmax_tile(s, m, l, corr, s_mul, 0, vis_all, r0, tq, nk, causal, a.causal_plus);
         pw_pack(s, pa);
         pw_rescale(o, corr);
         issue(3);
     }
-    for (int k = 1; k < ntiles; k++) {
+    for (int k = 1; k < ntiles_wg; k++) {
         const int t = t0 + k;
         ready(t);
         turn_wait(k);
@@ -137,7 +147,7 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         turn_pass(k);
         wg_wait<1>(); /* S(k) done, P V(k - 1) runs on */
         wg_mb_arrive(r.kfree + 8 * (t % PW_RNK));
-        if (k == ntiles - 1) after_s();
+        if (k == ntiles_wg - 1) after_s();
         wg_fence_operand(s);
         pw_softmax_tile(s, m, l, corr, s_mul, k, vis_all, r0, tq, nk, causal, a.causal_plus);
         wg_wait<0>(); /* P V(k - 1) done: O, the previous P and V(t - 1) are free */
@@ -149,8 +159,8 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         pw_rescale(o, corr);
         issue(k + 3);
     }
-    if (ntiles > 0) { /* the tail: P V of the last tile, in turn */
-        const int t = t0 + ntiles - 1;
+    if (ntiles_wg > 0) { /* the tail: P V of the last tile, in turn */
+        const int t = t0 + ntiles_wg - 1;
         turn_wait(ntiles);
         wg_fence();
         pw_pv(o, pa, r.v + (t % PW_RNV) * PW_VT);
@@ -158,6 +168,13 @@ __device__ void pr_part(const gpu_prefill_args &a, float s_mul, int h, int base,
         wg_wait<0>();
         wg_fence_operand(o);
         wg_mb_arrive(r.vfree + 8 * (t % PW_RNV));
+    }
+    for (int k = ntiles_wg; k < ntiles; k++) { /* the skipped tiles: freed. Landed means the producer saw
+                                                * kfree(t - 4) and vfree(t - 5) complete, so these arrivals
+                                                * cannot count toward an earlier phase */
+        ready(t0 + k);
+        wg_mb_arrive(r.kfree + 8 * ((t0 + k) % PW_RNK));
+        wg_mb_arrive(r.vfree + 8 * ((t0 + k) % PW_RNV));
     }
     pw_finish(o, m, l, lse);
 }

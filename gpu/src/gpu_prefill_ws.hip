@@ -46,7 +46,7 @@ __device__ __forceinline__ void ws_produce(const gpu_prefill_args &a, int y, int
     if (s.n_past > 0) part(s.ws0, s.n_past);
 }
 
-template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_ws(gpu_prefill_args a, float s_mul)
+template <int TURNS, int SKIP> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_ws(gpu_prefill_args a, float s_mul)
 {
     extern __shared__ uint8_t ws_mem[];
     uint8_t *kst = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(ws_mem) + 1023) & ~(uintptr_t)1023) + PW_QT;
@@ -64,7 +64,7 @@ template <int TURNS> __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_pre
     int t0 = 0; /* tiles of the block's earlier parts */
     pw_block(a, ws_mem, [&](int h, int base, int nk, int causal, int row0, uint8_t *qs, uint8_t *kst_, float(&o)[64],
                             float(&lse)[2]) {
-        pr_part<0, TURNS>(a, s_mul, h, base, nk, causal, row0, qs, kst_, t0, o, lse);
+        pr_part<0, TURNS, 0, SKIP>(a, s_mul, h, base, nk, causal, row0, qs, kst_, t0, o, lse);
         t0 += (nk + PW_BN - 1) / PW_BN;
     });
 }
@@ -165,16 +165,24 @@ extern "C" int gpu_prefill_ws_on(void)
     return on;
 }
 
-template <int TURNS> static mla_status ws_launch(hipStream_t st, const gpu_prefill_args *a)
+/* Warpgroup 0 skips the causal tiles its rows cannot see (pr_part's SKIP; bit-identical by construction):
+ * 1 unless MLA_GPU_PREFILL_WS_SKIP=0. */
+static int gpu_prefill_ws_skip_on(void)
+{
+    static const int on = !gpu_env_off("MLA_GPU_PREFILL_WS_SKIP");
+    return on;
+}
+
+template <int TURNS, int SKIP> static mla_status ws_launch(hipStream_t st, const gpu_prefill_args *a)
 {
     static int attr = 0;
     if (!attr) {
-        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_prefill_ws<TURNS>),
+        MLA_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void *>(&k_attn_prefill_ws<TURNS, SKIP>),
                                           hipFuncAttributeMaxDynamicSharedMemorySize, PW_RSHM));
         attr = 1;
     }
     dim3 grid((a->max_new + PW_BM - 1) / PW_BM, a->n_seqs, a->h);
-    k_attn_prefill_ws<TURNS><<<grid, WS_THREADS, PW_RSHM, st>>>(*a, a->scale * 1.4426950408889634f);
+    k_attn_prefill_ws<TURNS, SKIP><<<grid, WS_THREADS, PW_RSHM, st>>>(*a, a->scale * 1.4426950408889634f);
     MLA_HIP_LAUNCHED("k_attn_prefill_ws");
     return MLA_OK;
 }
@@ -206,7 +214,8 @@ extern "C" mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args
                           a->p, a->r, a->v);
     const int on = gpu_prefill_ws_on();
     if (on >= 3) return on == 4 ? wsp_launch<1>(st, a) : wsp_launch<0>(st, a);
-    return on == 2 ? ws_launch<1>(st, a) : ws_launch<0>(st, a);
+    if (on == 2) return ws_launch<1, 0>(st, a);
+    return gpu_prefill_ws_skip_on() ? ws_launch<0, 1>(st, a) : ws_launch<0, 0>(st, a);
 }
 
 #endif

@@ -129,6 +129,7 @@ if want switches; then
       sw MLA_GPU_PREFILL_PONG "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_PREFILL_WIDE "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_PREFILL_WS "0 1 3 4" --only-prefill "${SW_PREFILL:-0 1 2 3}"
+      sw MLA_GPU_PREFILL_WS_SKIP "0 1" --only-prefill "${SW_PREFILL:-0 1 2 3}"
       sw MLA_GPU_DECODE_WT_OVL "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF "0" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WF_WQ "0 1" --only "${SW_FP8:-2 17}"
