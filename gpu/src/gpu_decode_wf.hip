@@ -424,15 +424,17 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
     return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
 }
 
-/* MLA_GPU_DECODE_WF_RE=1, read once (with RG and WQ, not UN): PL 2's widening frees a raw stage once read into
- * registers, then waits for its bf16 slot (RE 0: slot, stage, widen, free). Why (ncu H100 2026-12-06,
- * results/published/2026-12-06-s19 call 2, fp8_ds_mla h16): the widening warps waited for landed halves
- * 24% of their samples and for a free slot 12%, while the copy warp waited for free stages: a stage's
- * bytes sat in shared memory through the slot wait, so fewer than the three stages (63 KB) were in flight. */
-static int wf_release_early(void)
+/* MLA_GPU_DECODE_WF_RE, read once (with RG and WQ, not UN): PL 2's widening frees a raw stage once read into
+ * registers, then waits for its bf16 slot (RE 0: slot, stage, widen, free). Unset: at 17-32 heads (N 32,
+ * two raw stages); =1 at every head count, =0 nowhere. Why (ncu H100 2026-12-06, results/published/
+ * 2026-12-06-s19 call 2, fp8_ds_mla h16): the widening warps waited for landed halves 24% of their samples
+ * and for a free slot 12%, while the copy warp waited for free stages. RE 0 / 1, H200 2026-12-06
+ * (results/published/2026-12-06-s20 call 1, bit-identical): fp8 h32 348.7 / 319.7 us, fp8_ds_mla h32
+ * 361.4 / 328.3, but fp8 h16 253.9 / 258.0, fp8_ds_mla h16 265.2 / 268.1 (three stages there). */
+static int wf_release_early(int nw)
 {
-    static const int on = gpu_env_switch("MLA_GPU_DECODE_WF_RE", 1) == 1;
-    return on;
+    static const int off = gpu_env_off("MLA_GPU_DECODE_WF_RE"), all = gpu_env_switch("MLA_GPU_DECODE_WF_RE", 1) == 1;
+    return !off && (all || nw > 16);
 }
 
 /* MLA_GPU_DECODE_WF_WQ, read once: 0 dm_widen_e4m3's thread mapping instead of dm_widen_e4m3_q's (unset: 1).
@@ -508,7 +510,7 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
     const int nst = wf_shm(NW, 3, g.rb) <= DM_SHM_MAX ? 3 : 2;
     if (nst == 2 && wf_shm(NW, 2, g.rb) > DM_SHM_MAX)
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: %zu bytes of shared memory needed", wf_shm(NW, 2, g.rb));
-    const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll(), re = rg && !un && wf_quads() && wf_release_early();
+    const int er = wf_early(), rg = er && wf_split(), un = rg && wf_unroll(), re = rg && !un && wf_quads() && wf_release_early(NW);
     switch (wf_bulk(NW, rg) * 2 + (nst == 3)) {
     case 5:
         return un   ? wf_launch<NW, DS, 2, 3, 2, 1, 1, 1>(st, a, g)

@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_wsp(gpu_prefill_
     const int wg = wg_index();
     auto body = [&](int h_, int base, int nk, int causal, int r0, uint8_t *qs_, uint8_t *kst_, float(&o)[64],
                     float(&lse)[2], auto after_s) {
-        pr_part<0, 0, 1>(a, s_mul, h_, base, nk, causal, r0, qs_, kst_, t, o, lse, after_s);
+        pr_part<0, 0, 1, 1>(a, s_mul, h_, base, nk, causal, r0, qs_, kst_, t, o, lse, after_s);
         t += (nk + PW_BN - 1) / PW_BN;
     };
     if constexpr (!PREQ) {
