@@ -470,7 +470,7 @@ static void bench_prefill(bench_env *env, int b, int s, int h, gpu_prefill_kerne
     float scale = 0.5f / sqrtf(192.0f);
     const gpu_prefill_args a = {.q_nope = qn, .q_pe = qp, .kvx = kvx, .ws_kpe = kpe, .tok_seq = d_ts, .seqs = d_seqs,
                                 .out = out, .lse = lse, .t = T, .h = h, .p = P, .r = R, .v = V, .scale = scale,
-                                .causal_plus = 0, .lse_bf16 = 0, .n_seqs = b, .max_new = s, .kernel = kern};
+                                .causal_plus = 0, .lse_bf16 = 0, .n_seqs = b, .max_new = s, .max_keys = s, .kernel = kern};
     if (gpu_attn_prefill(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);

@@ -323,12 +323,16 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
                                       .ldy = H * (P + V), .y_bs = 0, .m = n_ws, .n = H * (P + V), .k = C, .batch = 1,
                                       .y_f32 = 0};
             TRY(gpu_gemm_bf16(st, &ka));
-            int max_new = 0;
-            for (int i = 0; i < S; i++) max_new = b->n_new[i] > max_new ? b->n_new[i] : max_new;
+            int max_new = 0, max_keys = 0;
+            for (int i = 0; i < S; i++) {
+                max_new = b->n_new[i] > max_new ? b->n_new[i] : max_new;
+                max_keys = b->n_past[i] + b->n_new[i] > max_keys ? b->n_past[i] + b->n_new[i] : max_keys;
+            }
             const gpu_prefill_args pa = {.q_nope = qn, .q_pe = qpe, .kvx = kvx, .ws_kpe = wkp, .tok_seq = d_ts,
                                          .seqs = d_seqs, .out = core, .lse = lse, .t = T, .h = H, .p = P, .r = R,
                                          .v = V, .scale = (float)scale, .causal_plus = plus, .lse_bf16 = lse16,
-                                         .n_seqs = S, .max_new = max_new, .kernel = c->prefill_kernel};
+                                         .n_seqs = S, .max_new = max_new, .max_keys = max_keys,
+                                         .kernel = c->prefill_kernel};
             TRY(gpu_attn_prefill(st, &pa));
         } else {
             uint16_t *qa, *olat;

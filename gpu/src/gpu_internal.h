@@ -205,6 +205,7 @@ typedef struct gpu_prefill_args {
     float scale;
     int causal_plus, lse_bf16;
     int n_seqs, max_new; /* for the tiled kernels' grids */
+    int max_keys;        /* the longest n_past + n_new (0: unknown), for gpu_prefill_ws.hip's choice */
     int kernel;          /* gpu_prefill_kernel; one whose shapes do not fit falls back to the first */
 } gpu_prefill_args;
 /* The prefill kernels: the first (block per token and head), the query-tiled SIMT one

@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) k_attn_prefill_wsp(gpu_prefill_
 }
 
 /* This kernel where the pipe kernel fits (read once): 1 unless MLA_GPU_PREFILL_WS=0 (the pipe kernel),
- * 2 with MLA_GPU_PREFILL_WS=2 (the turns), 3 the persistent form, 4 that with Q prefetched. */
+ * 2 with MLA_GPU_PREFILL_WS=2 (the turns), 3 the persistent form, 4 that with Q prefetched. Unset, the
+ * launch picks 1 or 3 by length (gpu_attn_prefill_ws); =1 keeps ws at every length. */
 extern "C" int gpu_prefill_ws_on(void)
 {
     static const int sw = gpu_env_switch("MLA_GPU_PREFILL_WS", 4);
@@ -212,7 +213,13 @@ extern "C" mla_status gpu_attn_prefill_ws(hipStream_t st, const gpu_prefill_args
     if (!gpu_prefill_wg_fits(a->p, a->r, a->v))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: warp-specialized wgmma prefill: needs P 128, R 64, V 128 (have %d, %d, %d)",
                           a->p, a->r, a->v);
-    const int on = gpu_prefill_ws_on();
+    /* Unset, the persistent form where every sequence is short: ws / wsp (=3), both with SKIP, bit-identical,
+     * b16 s 1024 1,993.5 / 1,881.6 us but b1 s 4096 1,370.1 / 1,542.6 (H100 2026-12-06, results/published/
+     * 2026-12-06-s20 call 2): the static walk balances long causal tiles worse than the hardware's block
+     * order, and short ones gain from the block's start and end overlapped. 1024 is the longest measured gain
+     * (2048 not measured); 0 (unknown) keeps ws. */
+    static const int forced = gpu_env_switch("MLA_GPU_PREFILL_WS", 4);
+    const int on = !forced && a->max_keys > 0 && a->max_keys <= 1024 ? 3 : gpu_prefill_ws_on();
     if (on >= 3) return on == 4 ? wsp_launch<1>(st, a) : wsp_launch<0>(st, a);
     if (on == 2) return ws_launch<1, 0>(st, a);
     return gpu_prefill_ws_skip_on() ? ws_launch<0, 1>(st, a) : ws_launch<0, 0>(st, a);
