@@ -291,7 +291,7 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     const gpu_kv_desc kv0 = {.pool = NULL, .tables = NULL, .blocks_per_seq = bps, .block_size = PAGE,
                              .row_bytes = row_bytes, .codec = codec};
     kern = gpu_decode_pick(kern, &kv0, h);
-    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, kern), max_len, env->n_sm, kern);
+    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, kern, &kv0), max_len, env->n_sm, kern);
     uint8_t *pool = (uint8_t *)dev_alloc((size_t)rows * row_bytes);
     int32_t *d_tables = (int32_t *)dev_alloc((size_t)n_blocks * 4), *d_ts = (int32_t *)dev_alloc((size_t)T * 4);
     gpu_seq *d_seqs = (gpu_seq *)dev_alloc((size_t)b * sizeof(gpu_seq));

@@ -211,8 +211,74 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
     if (threadIdx.x == 0) a.part_lse[pi] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
-/* Merge the splits of one (token, head): fp32, scale factors formed before multiplying outputs. */
+/* Merge the splits of one (token, head): fp32, each split's weight exp(lse_s - max) / sum formed before
+ * it multiplies that split's output, the terms added in split order; a split of LSE -inf adds nothing
+ * (an empty one), a NaN propagates. MLA_GPU_COMBINE=0: the first form (k_attn_combine_serial), which
+ * every thread recomputed the weights in, for every output element, and loaded one float a split
+ * at a time; this one stages the LSEs and weights in shared memory once and merges four adjacent
+ * outputs a thread with float4 loads of eight splits in flight. Same operations on the same values in
+ * the same order: bit-identical. */
+#define AT_WCH 256 /* splits whose weights are staged at a time (decode picks at most 64) */
 __global__ void __launch_bounds__(AT_THREADS) k_attn_combine(gpu_decode_args a)
+{
+    __shared__ float w_sh[AT_WCH], mw[2];
+    const int t = blockIdx.x, h = blockIdx.y, c = a.kv.codec.c, S = a.splits, tid = threadIdx.x;
+    const int64_t base = ((int64_t)t * a.h + h) * S;
+    const int round = a.lse_bf16 && S > 1, staged = S <= AT_WCH;
+    if (staged)
+        for (int s = tid; s < S; s += AT_THREADS) w_sh[s] = at_bf16_lse(a.part_lse[base + s], round);
+    __syncthreads();
+    if (tid == 0) {
+        float mm = -INFINITY, wsum = 0.0f;
+        for (int s = 0; s < S; s++) mm = fmaxf(mm, staged ? w_sh[s] : at_bf16_lse(a.part_lse[base + s], round));
+        for (int s = 0; s < S; s++) {
+            const float ls = staged ? w_sh[s] : at_bf16_lse(a.part_lse[base + s], round);
+            if (ls != -INFINITY) wsum += expf(ls - mm);
+        }
+        mw[0] = mm;
+        mw[1] = wsum;
+    }
+    __syncthreads(); /* mw written */
+    const float mm = mw[0], wsum = mw[1];
+    auto weight = [&](float ls) { return ls == -INFINITY ? -INFINITY : expf(ls - mm) / wsum; }; /* -inf: adds nothing */
+    if (staged)
+        for (int s = tid; s < S; s += AT_THREADS) w_sh[s] = weight(w_sh[s]);
+    const float *po = a.part_o + base * c;
+    for (int eb = 0; eb < c; eb += 4 * AT_THREADS) {
+        const int e = eb + 4 * tid;
+        float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int s0 = 0; s0 < S; s0 += AT_WCH) {
+            const int n = min(AT_WCH, S - s0);
+            if (!staged) {
+                __syncthreads(); /* the last chunk's weights read */
+                for (int s = tid; s < n; s += AT_THREADS) w_sh[s] = weight(at_bf16_lse(a.part_lse[base + s0 + s], round));
+            }
+            __syncthreads();
+            if (c % 4 == 0 && e < c) {
+#pragma unroll 8
+                for (int s = 0; s < n; s++) {
+                    const float4 p = *reinterpret_cast<const float4 *>(po + (int64_t)(s0 + s) * c + e);
+                    const float w = w_sh[s];
+                    if (w != -INFINITY) {
+                        o[0] += p.x * w;
+                        o[1] += p.y * w;
+                        o[2] += p.z * w;
+                        o[3] += p.w * w;
+                    }
+                }
+            } else {
+                for (int k = 0; k < 4 && e + k < c; k++)
+                    for (int s = 0; s < n; s++)
+                        if (w_sh[s] != -INFINITY) o[k] += po[(int64_t)(s0 + s) * c + e + k] * w_sh[s];
+            }
+        }
+        for (int k = 0; k < 4 && e + k < c; k++) a.o_lat[((int64_t)t * a.h + h) * c + e + k] = gd_f32_to_bf16(o[k]);
+    }
+    if (tid == 0) a.lse[(int64_t)t * a.h + h] = logf(mw[1]) + mw[0];
+}
+
+/* The first combine (MLA_GPU_COMBINE=0): every thread forms the weights again for each of its outputs. */
+__global__ void __launch_bounds__(AT_THREADS) k_attn_combine_serial(gpu_decode_args a)
 {
     int t = blockIdx.x, h = blockIdx.y, c = a.kv.codec.c;
     int64_t base = ((int64_t)t * a.h + h) * a.splits;
@@ -269,10 +335,10 @@ extern "C" gpu_decode_kernel gpu_decode_pick(int kernel, const gpu_kv_desc *kv, 
     return GPU_DECODE_FIRST;
 }
 
-extern "C" int gpu_decode_blocks(int t, int h, gpu_decode_kernel k)
+extern "C" int gpu_decode_blocks(int t, int h, gpu_decode_kernel k, const gpu_kv_desc *kv)
 {
     if (k == GPU_DECODE_MMA) {
-        int hm = gpu_decode_mma_heads(h);
+        int hm = gpu_decode_mma_heads(kv, h);
         return t * ((h + hm - 1) / hm);
     }
     return k == GPU_DECODE_TILED ? t * ((h + DT_HG - 1) / DT_HG) : t * h;
@@ -328,8 +394,12 @@ extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
         k_attn_decode<<<grid, AT_THREADS, shm, st>>>(*a);
         MLA_HIP_LAUNCHED("k_attn_decode");
     }
+    static const int serial = gpu_env_off("MLA_GPU_COMBINE");
     dim3 g2(a->t, a->h, 1);
-    k_attn_combine<<<g2, AT_THREADS, 0, st>>>(*a);
+    if (serial)
+        k_attn_combine_serial<<<g2, AT_THREADS, 0, st>>>(*a);
+    else
+        k_attn_combine<<<g2, AT_THREADS, 0, st>>>(*a);
     MLA_HIP_LAUNCHED("k_attn_combine");
     return MLA_OK;
 }

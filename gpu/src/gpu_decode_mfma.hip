@@ -94,8 +94,9 @@ template <int NB> __global__ void __launch_bounds__(MF_THREADS) k_attn_decode_mf
 }
 
 extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h) { return mf_fits(kv->codec, h); }
-extern "C" int gpu_decode_mma_heads(int h)
+extern "C" int gpu_decode_mma_heads(const gpu_kv_desc *kv, int h)
 {
+    (void)kv;
     (void)h;
     return MF_HM;
 }
@@ -114,8 +115,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     if (!mf_fits(k, d->h))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: MFMA decode: needs kv_lora_rank a multiple of 64 up to %d and "
                           "kv_lora_rank + rope dim up to %d", MF_CMAX, MF_LMAX);
-    const int fp8 = k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS;
-    const int nk = mla_attn_tc_tile(1, d->h, mla_attn_tc_wide(fp8 ? MLA_PROFILE_FP8KV : MLA_PROFILE_BF16, k.c, k.r, d->h));
+    const int nk = mla_attn_tc_tile(1, d->h, mla_attn_tc_wide(k.c, k.r));
     const mf_geom g = mf_geometry(k, nk, d->scale, d->q_div);
     const mf_args a = {.q_abs = d->q_abs, .q_pe = d->q_pe, .kv = d->kv, .tok_seq = d->tok_seq, .seqs = d->seqs,
                        .part_o = d->part_o, .part_lse = d->part_lse, .t = d->t, .h = d->h, .splits = d->splits,

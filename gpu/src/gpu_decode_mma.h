@@ -26,12 +26,7 @@ typedef struct dm_geom {
 dm_geom dm_geometry(const gpu_decode_args *a);
 
 /* mla_attn_tc_wide of this launch's cache (host): the reference's side of the tile contract. */
-static inline int dm_tc_wide(const gpu_decode_args *a)
-{
-    const mla_kv_format f = a->kv.codec.format;
-    const int fp8 = f == MLA_KV_FP8 || f == MLA_KV_FP8_DS;
-    return mla_attn_tc_wide(fp8 ? MLA_PROFILE_FP8KV : MLA_PROFILE_BF16, a->kv.codec.c, a->kv.codec.r, a->h);
-}
+static inline int dm_tc_wide(const gpu_decode_args *a) { return mla_attn_tc_wide(a->kv.codec.c, a->kv.codec.r); }
 
 /* Element e of query row (t, h) as the kernels stage it: q_absorbed | q_pe over q_div, zero past the
  * heads and columns; bf16 values already, so rounding it to bf16 is exact (NUMERICS.md). */
@@ -43,6 +38,25 @@ __device__ __forceinline__ float dm_q(const gpu_decode_args &a, const dm_geom &g
 }
 
 #define DM_THREADS 256 /* every tensor-core decode kernel: 8 warps */
+
+/* A wgmma decode block's token t and first head h0 in a grid of HB-head groups: (t x groups, 1, splits),
+ * the groups of a token adjacent in launch order (dm_grid), or (t, groups, splits). */
+struct dm_heads {
+    int t, h0;
+};
+template <int HB> __device__ __forceinline__ dm_heads dm_heads_of(int h)
+{
+    const int ng = (h + HB - 1) / HB;
+    dm_heads b;
+    b.t = gridDim.y == 1 ? blockIdx.x / ng : blockIdx.x;
+    b.h0 = (gridDim.y == 1 ? blockIdx.x % ng : blockIdx.y) * HB;
+    return b;
+}
+
+/* The grid of a wgmma decode launch of hb-head groups (host): the groups of a token adjacent unless
+ * MLA_GPU_DECODE_WG_HG=0 (gpu_decode_mma.hip says why). */
+dim3 dm_grid(const gpu_decode_args *a, int hb);
+
 
 /* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
  * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
@@ -435,11 +449,12 @@ __device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, in
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
-/* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, up to 64 in fp8. */
+/* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, any head count
+ * in fp8 (64-head groups above 32). */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
-/* Its warp-specialized fp8 form (gpu_decode_wf.hip): an e4m3fn cache, up to 32 heads; wt
- * dispatches to it. */
+/* Its warp-specialized fp8 form (gpu_decode_wf.hip): an e4m3fn cache, up to 32 heads, or any head count
+ * in 32-head groups (wf_groups); wt dispatches to it. */
 int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 

@@ -292,7 +292,27 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
 /* Heads per block for h query heads: 16, 32 or 64. */
 static int dm_mt(int h) { return h <= 16 ? 1 : h <= 32 ? 2 : 4; }
 
-extern "C" int gpu_decode_mma_heads(int h) { return 16 * dm_mt(h); }
+/* Heads a block of the kernel gpu_attn_decode_mma runs: wf's 16 or 32, else 16, 32 or 64 (wt's two
+ * warpgroups, wg's 64, mma.sync's 1, 2 or 4 m16 tiles). */
+extern "C" int gpu_decode_mma_heads(const gpu_kv_desc *kv, int h)
+{
+    if (gpu_decode_wf_fits(kv, h)) return h <= 16 ? 16 : 32;
+    return 16 * dm_mt(h);
+}
+
+/* MLA_GPU_DECODE_WG_HG, read once: 0 the token fastest in a wgmma decode's grid instead of the head
+ * groups of a token next to each other (more than one group: wg above 64 heads, wf above 32, wt's fp8
+ * above 64). With the token fastest, the second group of each sequence (h 128, b 128: blocks 128-255 of
+ * 256 on 132 SMs) runs a wave after the first, when the sequence's cache has long left L2, so the cache
+ * is read from DRAM once per group (2 x 1.2 GB at s_k 8192); side by side the groups share each tile in
+ * L2. wg off / on, H100 2026-12-06 (results/published/2026-12-06-s19): h128 s_k 8192 923.0 / 885.7 us,
+ * s_q 2 s_k 4096 989.5 / 975.5, s_q 2 s_k 8192 1,750.2 / 1,725.6; bit-identical. */
+dim3 dm_grid(const gpu_decode_args *a, int hb)
+{
+    static const int adjacent = !gpu_env_off("MLA_GPU_DECODE_WG_HG");
+    const int ng = (a->h + hb - 1) / hb;
+    return adjacent ? dim3(a->t * ng, 1, a->splits) : dim3(a->t, ng, a->splits);
+}
 
 extern "C" int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h)
 {
@@ -363,7 +383,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     /* more than 32 heads over DeepSeek's bf16 cache: the wgmma kernel (2.1x this one at 64 and 128 heads,
      * H200 2026-12-01, gpu/bench/KERNELS.md) */
     if (gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
-    /* up to 32 heads over it in any format, and fp8 up to 64 (gpu_decode_wt.hip) */
+    /* up to 32 heads over it in any format, and fp8 at any head count (gpu_decode_wt.hip, gpu_decode_wf.hip) */
     if (gpu_decode_wt_fits(&a->kv, a->h)) return gpu_attn_decode_wt(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
     if ((mt == 4 ? 32 : 64) != mla_attn_tc_tile(1, a->h, dm_tc_wide(a))) /* the tiles the reference emulates (attn_tc) */

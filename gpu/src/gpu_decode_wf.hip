@@ -198,12 +198,12 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
     const uint32_t full = tc_smem(red + 4 * NW), empty = full + 16, rfull = full + 32, rempty = rfull + 16 * NST; /* mbarriers */
 
     const int tid = threadIdx.x, wg = wg_index();
-    const int t = blockIdx.x, h0 = blockIdx.y * NW, sp = blockIdx.z;
+    const dm_heads hb = dm_heads_of<NW>(a.h);
+    const int t = hb.t, h0 = hb.h0, sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    const int pos = s.n_past + (t - s.tok0);
-    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    const int per = (total + a.splits - 1) / a.splits;
-    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
+    int j0, j1;
+    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &j0, &j1);
+    const int ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
     if (tid == 0) {
         wg_mb_init(full, 128 * NPW);
         wg_mb_init(full + 8, 128 * NPW);
@@ -414,6 +414,16 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
     }
 }
 
+/* MLA_GPU_DECODE_WF_GROUPS, read once: 0 wf only up to 32 heads (above: wt's 64-head blocks, 673.9 us
+ * at fp8 h64 b 128 s_k 8192, H200 2026-12-06, and mma.sync's above 64: 2,625.6 at h128). Unset: any head
+ * count in 32-head groups, the groups of a token adjacent (dm_grid), each block the 32-head form's
+ * work (fp8 h32 319.7 us at one wave of 128 blocks). */
+static int wf_groups(void)
+{
+    static const int on = !gpu_env_off("MLA_GPU_DECODE_WF_GROUPS");
+    return on;
+}
+
 /* MLA_GPU_DECODE_WF, read once: 0 the wt kernel instead (comparisons). Up to 32 heads: the 32-head form
  * (N 32) ran bit-identical to wt at b 128 s_k 8192 h32, fp8 470.9 us against wt's 583.4 (H200, 2026-12-04,
  * results/published/2026-12-04-h200-s15). */
@@ -421,7 +431,8 @@ int gpu_decode_wf_fits(const gpu_kv_desc *kv, int h)
 {
     static const int off = gpu_env_off("MLA_GPU_DECODE_WF");
     const mla_kv_format f = kv->codec.format;
-    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && h <= 32 && gpu_decode_wt_fits(kv, h);
+    return !off && (f == MLA_KV_FP8 || f == MLA_KV_FP8_DS) && !kv->codec.fp8_fnuz && h >= 1 && (h <= 32 || wf_groups()) &&
+           gpu_decode_wt_fits(kv, h);
 }
 
 /* MLA_GPU_DECODE_WF_RE, read once (with RG and WQ, not UN): PL 2's widening frees a raw stage once read into
@@ -456,8 +467,7 @@ static mla_status wf_launch(hipStream_t st, const gpu_decode_args *a, const dm_g
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
-    dim3 grid(a->t, (a->h + NW - 1) / NW, a->splits);
-    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN, RE><<<grid, wf_threads<PL, NPW, RG>(), shm, st>>>(*a, g, wf_quads());
+    k_attn_decode_wf<NW, DS, PL, NST, NPW, ER, RG, UN, RE><<<dm_grid(a, NW), wf_threads<PL, NPW, RG>(), shm, st>>>(*a, g, wf_quads());
     MLA_HIP_LAUNCHED("k_attn_decode_wf");
     return MLA_OK;
 }
@@ -533,7 +543,8 @@ template <int NW, int DS> static mla_status wf_launch_nst(hipStream_t st, const 
 mla_status gpu_attn_decode_wf(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (!gpu_decode_wf_fits(&a->kv, a->h))
-        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: needs an e4m3fn cache of C 512 + R 64 and at most 32 heads");
+        return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: wf decode: needs an e4m3fn cache of C 512 + R 64 (and at most 32 heads "
+                          "with MLA_GPU_DECODE_WF_GROUPS=0)");
     const int ds = a->kv.codec.format == MLA_KV_FP8_DS;
     if (a->h <= 16) return ds ? wf_launch_nst<16, 1>(st, a, g) : wf_launch_nst<16, 0>(st, a, g);
     return ds ? wf_launch_nst<32, 1>(st, a, g) : wf_launch_nst<32, 0>(st, a, g);

@@ -24,22 +24,17 @@ typedef struct wd_part {
     int t, h0, sp, slot, j0, j1, ntiles;
 } wd_part;
 
-/* The grid: (t, head groups, splits), or with the head groups of a token adjacent, (t x groups, 1,
- * splits): gpu_attn_decode_wg says why. */
+/* The grid: dm_grid's of 64-head groups. */
 __device__ __forceinline__ wd_part wd_part_of(const gpu_decode_args &a)
 {
     wd_part p;
-    const int ng = (a.h + WD_HM - 1) / WD_HM;
-    p.t = gridDim.y == 1 ? blockIdx.x / ng : blockIdx.x;
-    p.h0 = (gridDim.y == 1 ? blockIdx.x % ng : blockIdx.y) * WD_HM;
+    const dm_heads b = dm_heads_of<WD_HM>(a.h);
+    p.t = b.t;
+    p.h0 = b.h0;
     p.sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[p.t]];
-    const int pos = s.n_past + (p.t - s.tok0);
-    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    const int per = (total + a.splits - 1) / a.splits;
     p.slot = s.slot;
-    p.j0 = min(p.sp * per, total);
-    p.j1 = min(p.j0 + per, total);
+    kv_split_rows(s, p.t, a.causal_plus, a.splits, p.sp, &p.j0, &p.j1);
     p.ntiles = (p.j1 - p.j0 + WD_NK - 1) / WD_NK;
     return p;
 }

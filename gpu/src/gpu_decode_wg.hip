@@ -103,18 +103,6 @@ int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h)
            kv->row_bytes == 2 * WD_L;
 }
 
-/* MLA_GPU_DECODE_WG_HG, read once: 0 the token fastest in the grid instead of the head groups of a token
- * next to each other (above 64 heads). With the token fastest, the second group of each sequence (h 128,
- * b 128: blocks 128-255 of 256 on 132 SMs) runs a wave after the first, when the sequence's cache has
- * long left L2, so the cache is read from DRAM once per group (2 x 1.2 GB at s_k 8192); side by side the
- * groups share each tile in L2. Off / on, H100 2026-12-06 (results/published/2026-12-06-s19): h128 s_k
- * 8192 923.0 / 885.7 us, s_q 2 s_k 4096 989.5 / 975.5, s_q 2 s_k 8192 1,750.2 / 1,725.6; bit-identical. */
-static int wg_head_groups_adjacent(void)
-{
-    static const int on = !gpu_env_off("MLA_GPU_DECODE_WG_HG");
-    return on;
-}
-
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g)
 {
     if (!gpu_decode_wg_fits(&a->kv, a->h))
@@ -125,9 +113,7 @@ mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm
                                           hipFuncAttributeMaxDynamicSharedMemorySize, WD_SHM));
         attr = 1;
     }
-    const int ng = (a->h + WD_HM - 1) / WD_HM;
-    const dim3 grid = wg_head_groups_adjacent() ? dim3(a->t * ng, 1, a->splits) : dim3(a->t, ng, a->splits);
-    k_attn_decode_wg<<<grid, WD_THREADS, WD_SHM, st>>>(*a, g);
+    k_attn_decode_wg<<<dm_grid(a, WD_HM), WD_THREADS, WD_SHM, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_wg");
     return MLA_OK;
 }

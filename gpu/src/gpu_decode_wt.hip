@@ -1,10 +1,11 @@
 /* gpu_decode_wt.hip: the absorbed decode on Hopper's wgmma (sm_90a) over DeepSeek's cache rows
  * (kv_lora_rank 512 + rope 64): up to 32 heads (the memory-bound shapes) in bf16, per-tensor fp8 or
- * fp8_ds_mla, and fp8 up to 64 heads. Transposed: the 64 keys of a cache tile are wgmma's M, the heads
+ * fp8_ds_mla, and fp8 at any head count (64-head groups above 32; e4m3fn goes to its warp-specialized
+ * form, gpu_decode_wf.hip). Transposed: the 64 keys of a cache tile are wgmma's M, the heads
  * its N, so 16 or 32 heads waste no MMA rows (gpu_decode_wg.hip puts 64 heads in M). 64-key tiles, as
  * mla_attn_tc_tile says for these caches (mla_attn_tc_wide).
  *
- * One block of two warpgroups owns one decode token, 2 NW heads and one KV split; warpgroup w owns heads
+ * One block of two warpgroups owns one decode token, 2 NW heads and one KV split (dm_grid); warpgroup w owns heads
  * [NW w, NW w + NW) alone, the cache tile is shared. Per tile:
  *   S^T = K Q^T      36 m64nNWk16: the tile K-major as A, the warpgroup's Q (NW x 576) K-major as B
  *   softmax          online, fp32, base 2, per column (head): the maxima of the 4 warps (16 keys each)
@@ -75,12 +76,12 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_wt(gpu_decode_arg
 
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;
-    const int t = blockIdx.x, h0 = blockIdx.y * 2 * NW, sp = blockIdx.z;
+    const dm_heads hb = dm_heads_of<2 * NW>(a.h);
+    const int t = hb.t, h0 = hb.h0, sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    const int pos = s.n_past + (t - s.tok0);
-    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    const int per = (total + a.splits - 1) / a.splits;
-    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
+    int j0, j1;
+    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &j0, &j1);
+    const int ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
 
     auto issue = [&](int k) { /* tile k into stage k % NST (raw rows, or the bf16 tile), commit group k */
         if (k >= ntiles) return;
@@ -274,7 +275,7 @@ int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h)
     static const int off = gpu_env_off("MLA_GPU_DECODE_WT");
     const mla_kv_codec &k = kv->codec;
     const int fp8 = k.format == MLA_KV_FP8 || k.format == MLA_KV_FP8_DS;
-    const int heads_ok = h >= 1 && ((h <= 32 && !off) || (h <= 64 && fp8));
+    const int heads_ok = h >= 1 && ((h <= 32 && !off) || fp8);
     return heads_ok && k.c == WD_C &&
            k.c + k.r == WD_L && (fp8 || k.format == MLA_KV_BF16) &&
            kv->row_bytes == (int)mla_kv_row_bytes(k.format, k.c, k.r) && kv->row_bytes % 16 == 0;
@@ -290,8 +291,7 @@ static mla_status wt_launch(hipStream_t st, const gpu_decode_args *a, const dm_g
                                           hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
         attr = shm;
     }
-    dim3 grid(a->t, (a->h + 2 * NW - 1) / (2 * NW), a->splits);
-    k_attn_decode_wt<NW, RAW, NST, OVL><<<grid, DM_THREADS, shm, st>>>(*a, g);
+    k_attn_decode_wt<NW, RAW, NST, OVL><<<dm_grid(a, 2 * NW), DM_THREADS, shm, st>>>(*a, g);
     MLA_HIP_LAUNCHED("k_attn_decode_wt");
     return MLA_OK;
 }
@@ -322,14 +322,14 @@ mla_status gpu_attn_decode_wt(hipStream_t st, const gpu_decode_args *a, const dm
 {
     if (!gpu_decode_wt_fits(&a->kv, a->h))
         return mla_errorf(MLA_ERR_UNSUPPORTED, "gpu: transposed wgmma decode: needs C 512 + R 64 and at most 32 heads "
-                          "(64 over fp8)");
+                          "over bf16");
     if (mla_attn_tc_tile(1, a->h, dm_tc_wide(a)) != WD_NK) /* the tiles the reference emulates (attn_tc) */
         return mla_errorf(MLA_ERR_INVALID, "gpu: transposed wgmma decode tile disagrees with mla_attn_tc_tile");
     if (gpu_decode_wf_fits(&a->kv, a->h)) return gpu_attn_decode_wf(st, a, g); /* e4m3fn up to 32 heads */
     const int raw = a->kv.codec.format != MLA_KV_BF16;
     if (a->h <= 16) return raw ? wt_launch_raw<8>(st, a, g) : wt_launch<8, 0, 2>(st, a, g);
     if (a->h <= 32) return raw ? wt_launch_raw<16>(st, a, g) : wt_launch<16, 0, 2>(st, a, g);
-    return wt_launch_raw<32>(st, a, g); /* above 32 heads only fp8 fits here (gpu_decode_wt_fits) */
+    return wt_launch_raw<32>(st, a, g); /* above 32 heads only fp8 fits here (gpu_decode_wt_fits): 64-head groups */
 }
 
 #endif

@@ -191,7 +191,7 @@ static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T, const gpu_
     for (int i = 0; i < b->n_seqs; i++) maxlen = b->n_past[i] + b->n_new[i] > maxlen ? b->n_past[i] + b->n_new[i] : maxlen;
     const int H = c->cfg.num_attention_heads;
     const gpu_decode_kernel k = gpu_decode_pick(c->decode_kernel, kv, H);
-    return gpu_decode_splits(gpu_decode_blocks(T, H, k), maxlen, c->n_sm, k);
+    return gpu_decode_splits(gpu_decode_blocks(T, H, k, kv), maxlen, c->n_sm, k);
 }
 
 /* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */

@@ -272,10 +272,10 @@ gpu_decode_kernel gpu_decode_pick(int kernel, const gpu_kv_desc *kv, int h);
 /* KV split count the engine uses when kv_splits is 0, for the picked kernel (blocks = decode tokens x
  * heads, or x head groups for the grouped kernels: gpu_decode_blocks). */
 int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_kernel k);
-int gpu_decode_blocks(int t, int h, gpu_decode_kernel k);
+int gpu_decode_blocks(int t, int h, gpu_decode_kernel k, const gpu_kv_desc *kv);
 /* gpu_decode_mma.hip: NVIDIA only (0 / MLA_ERR_UNSUPPORTED on AMD) */
 int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h);
-int gpu_decode_mma_heads(int h);
+int gpu_decode_mma_heads(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args *a);
 
 #ifdef __cplusplus

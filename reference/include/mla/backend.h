@@ -67,13 +67,12 @@ static inline int mla_attn_tc_tile(int decode, int heads, int wide)
 {
     return decode && heads > 32 && !wide ? 32 : 64;
 }
-/* wide of a model's cache at `heads` query heads: DeepSeek's rows of kv_lora_rank 512 + rope 64, in bf16
- * at any head count (fp8w keeps a bf16 cache), in fp8 up to 64 heads (the transposed wgmma decode's
- * shared memory holds the widened tile of 64 heads, not of 128). */
-static inline int mla_attn_tc_wide(mla_profile p, int kv_lora_rank, int rope_dim, int heads)
+/* wide of a model's cache: DeepSeek's rows of kv_lora_rank 512 + rope 64, which the wgmma decodes read in
+ * 64-key tiles in every cache format at any head count (fp8 above 32 heads in head groups; until
+ * 2026-12-06 fp8 above 64 heads ran 32-key tiles on mma.sync, and this took the profile and heads). */
+static inline int mla_attn_tc_wide(int kv_lora_rank, int rope_dim)
 {
-    int fp8 = p == MLA_PROFILE_FP8KV || p == MLA_PROFILE_FP8DS;
-    return kv_lora_rank == 512 && rope_dim == 64 && (!fp8 || heads <= 64);
+    return kv_lora_rank == 512 && rope_dim == 64;
 }
 
 void mla_run_opts_default(mla_run_opts *o);

@@ -9,7 +9,7 @@ void ref_numerics_resolve(const mla_config *cfg, const mla_run_opts *o, ref_nume
     unsigned F = o->faults;
     int low = o->profile != MLA_PROFILE_FP64;
     int want_q8 = o->profile == MLA_PROFILE_FP8KV && o->fp8_query;
-    int wide = mla_attn_tc_wide(o->profile, cfg->kv_lora_rank, cfg->qk_rope_head_dim, cfg->num_attention_heads);
+    int wide = mla_attn_tc_wide(cfg->kv_lora_rank, cfg->qk_rope_head_dim);
     *nm = (ref_numerics){
         .round_bf16 = low,
         .round_f32 = low,
