@@ -414,10 +414,11 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
     }
 }
 
-/* MLA_GPU_DECODE_WF_GROUPS, read once: 0 wf only up to 32 heads (above: wt's 64-head blocks, 673.9 us
- * at fp8 h64 b 128 s_k 8192, H200 2026-12-06, and mma.sync's above 64: 2,625.6 at h128). Unset: any head
- * count in 32-head groups, the groups of a token adjacent (dm_grid), each block the 32-head form's
- * work (fp8 h32 319.7 us at one wave of 128 blocks). */
+/* MLA_GPU_DECODE_WF_GROUPS, read once: 0 wf only up to 32 heads (above: wt's 64-head groups). Unset:
+ * any head count in 32-head groups, the groups of a token adjacent (dm_grid). 0 / unset, b 128 s_k 8192,
+ * H200 2026-12-06 (results/published/2026-12-06-s21 call 1, bit-identical): fp8 h64 672.7 / 618.8 us,
+ * fp8_ds_mla h64 714.5 / 652.9, fp8 h128 1,323.9 / 1,220.4, fp8_ds_mla h128 1,416.3 / 1,288.2 (h128 ran
+ * mma.sync's 32-key tiles before: 2,625.6 / 2,637.7). */
 static int wf_groups(void)
 {
     static const int on = !gpu_env_off("MLA_GPU_DECODE_WF_GROUPS");
