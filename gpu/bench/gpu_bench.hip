@@ -291,7 +291,14 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     const gpu_kv_desc kv0 = {.pool = NULL, .tables = NULL, .blocks_per_seq = bps, .block_size = PAGE,
                              .row_bytes = row_bytes, .codec = codec};
     kern = gpu_decode_pick(kern, &kv0, h);
-    int splits = gpu_decode_splits(gpu_decode_blocks(T, h, kern, &kv0), max_len, env->n_sm, kern);
+    int *tot = (int *)host_alloc((size_t)T * sizeof(int)); /* the keys each decode token attends */
+    for (int i = 0; i < T; i++) tot[i] = seqs[tok_seq[i]].n_past + i % s_q + 1;
+    const gpu_split_plan plan = gpu_decode_plan(tot, T, gpu_decode_blocks(1, h, kern, &kv0), env->n_sm, kern);
+    const int splits = plan.splits;
+    free(tot);
+    if (plan.split_len > 0) /* the table's splits column is the count; the run length only here */
+        fprintf(stderr, "mla_gpu_bench: b %d s_k %d h %d%s: %d splits of %d keys from key 0\n", b, s_k, h, varlen ? " varlen" : "",
+                splits, plan.split_len);
     uint8_t *pool = (uint8_t *)dev_alloc((size_t)rows * row_bytes);
     int32_t *d_tables = (int32_t *)dev_alloc((size_t)n_blocks * 4), *d_ts = (int32_t *)dev_alloc((size_t)T * 4);
     gpu_seq *d_seqs = (gpu_seq *)dev_alloc((size_t)b * sizeof(gpu_seq));
@@ -311,7 +318,7 @@ static void bench_decode(bench_env *env, mla_kv_format fmt, int b, int s_k, int 
     float scale = 0.25f / sqrtf(192.0f); /* keeps softmax away from one-hot and from uniform */
     const gpu_decode_args a = {.q_abs = qa, .q_pe = qp, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs, .part_o = po,
                                .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = h, .splits = splits,
-                               .scale = scale, .causal_plus = 0, .lse_bf16 = 0, .q_div = 1.0f, .kernel = kern};
+                               .split_len = plan.split_len, .scale = scale, .causal_plus = 0, .lse_bf16 = 0, .q_div = 1.0f, .kernel = kern};
     if (gpu_attn_decode(env->st, &a) != MLA_OK) {
         fprintf(stderr, "mla_gpu_bench: %s\n", mla_last_error());
         exit(3);

@@ -168,10 +168,8 @@ __global__ void __launch_bounds__(AT_THREADS) k_attn_decode(gpu_decode_args a)
     int t = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
     int lane = threadIdx.x % MLA_WARP, w = threadIdx.x / MLA_WARP;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    int pos = s.n_past + (t - s.tok0);
-    int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    int per = (total + a.splits - 1) / a.splits;
-    int j0 = min(sp * per, total), j1 = min(j0 + per, total);
+    int j0, j1;
+    kv_split_rows(s, t, a.causal_plus, a.splits, a.split_len, sp, &j0, &j1);
     for (int e = threadIdx.x; e < c + r; e += AT_THREADS)
         q[e] = e < c ? a.q_abs[((int64_t)t * a.h + h) * c + e] : a.q_pe[((int64_t)t * a.h + h) * r + e - c];
     __syncthreads();
@@ -368,6 +366,18 @@ extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_ke
     return s;
 }
 
+/* MLA_GPU_DECODE_BALANCE, read once: 0 every plan gpu_decode_splits' equal runs; unset, the tensor-core
+ * kernels may take runs of one length where the tokens' key counts differ (sp_pick says when). */
+extern "C" gpu_split_plan gpu_decode_plan(const int *tot, int n, int groups, int n_sm, gpu_decode_kernel k)
+{
+    static const int off = gpu_env_off("MLA_GPU_DECODE_BALANCE");
+    int mx = 1;
+    for (int i = 0; i < n; i++) mx = tot[i] > mx ? tot[i] : mx;
+    const int equal = gpu_decode_splits(n * groups, mx, n_sm, k);
+    if (off || k != GPU_DECODE_MMA) return gpu_split_plan{equal, 0};
+    return sp_pick(tot, n, groups, n_sm, equal);
+}
+
 extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
 {
     if (a->t <= 0) return MLA_OK;
@@ -384,7 +394,8 @@ extern "C" mla_status gpu_attn_decode(hipStream_t st, const gpu_decode_args *a)
         }
         const dt_args da = {.q_abs = a->q_abs, .q_pe = a->q_pe, .kv = a->kv, .tok_seq = a->tok_seq,
                             .seqs = a->seqs, .part_o = a->part_o, .part_lse = a->part_lse, .t = a->t, .h = a->h,
-                            .splits = a->splits, .scale = a->scale, .causal_plus = a->causal_plus};
+                            .splits = a->splits, .split_len = a->split_len, .scale = a->scale,
+                            .causal_plus = a->causal_plus};
         dim3 grid(a->t, (a->h + DT_HG - 1) / DT_HG, a->splits);
         k_attn_decode_tiled<<<grid, DT_THREADS, sizeof(dt_shared), st>>>(da);
         MLA_HIP_LAUNCHED("k_attn_decode_tiled");

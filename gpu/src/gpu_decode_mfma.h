@@ -42,7 +42,7 @@ typedef struct mf_args {
     const int32_t *tok_seq;
     const gpu_seq *seqs;
     float *part_o, *part_lse; /* [T, H, S, C], [T, H, S] */
-    int t, h, splits, causal_plus;
+    int t, h, splits, split_len, causal_plus; /* split_len: gpu_decode_args' */
 } mf_args;
 
 /* Shapes every block of one launch shares. */
@@ -86,7 +86,7 @@ MLA_HD mf_block mf_block_of(const mf_args &a, const mf_geom &g, int t, int hg, i
     b.h0 = hg * MF_HM;
     b.sp = sp;
     b.slot = s.slot;
-    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &b.j0, &b.j1);
+    kv_split_rows(s, t, a.causal_plus, a.splits, a.split_len, sp, &b.j0, &b.j1);
     b.ntiles = (b.j1 - b.j0 + g.nk - 1) / g.nk;
     return b;
 }

@@ -118,7 +118,7 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     const int nk = mla_attn_tc_tile(1, d->h, mla_attn_tc_wide(k.c, k.r));
     const mf_geom g = mf_geometry(k, nk, d->scale, d->q_div);
     const mf_args a = {.q_abs = d->q_abs, .q_pe = d->q_pe, .kv = d->kv, .tok_seq = d->tok_seq, .seqs = d->seqs,
-                       .part_o = d->part_o, .part_lse = d->part_lse, .t = d->t, .h = d->h, .splits = d->splits,
+                       .part_o = d->part_o, .part_lse = d->part_lse, .t = d->t, .h = d->h, .splits = d->splits, .split_len = d->split_len,
                        .causal_plus = d->causal_plus};
     switch (k.c / 64) {
     case 1: return mf_launch<1>(st, a, g);

@@ -50,10 +50,9 @@ __global__ void __launch_bounds__(DM_THREADS, 1) k_attn_decode_mma(gpu_decode_ar
     const int gq = lane / 4, tq = lane % 4; /* fragment row and column pair */
     const int C = a.kv.codec.c, L = C + a.kv.codec.r, t = blockIdx.x, h0 = blockIdx.y * HM, sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
-    const int pos = s.n_past + (t - s.tok0);
-    const int total = min(pos + 1 + a.causal_plus, s.n_past + s.n_new);
-    const int per = (total + a.splits - 1) / a.splits;
-    const int j0 = min(sp * per, total), j1 = min(j0 + per, total), ntiles = (j1 - j0 + NK - 1) / NK;
+    int j0, j1;
+    kv_split_rows(s, t, a.causal_plus, a.splits, a.split_len, sp, &j0, &j1);
+    const int ntiles = (j1 - j0 + NK - 1) / NK;
 
     /* Tile k goes to stage k % NST (raw rows for fp8, else the bf16 K tile) and is commit group k. A
      * stage is refilled as soon as it is consumed, so while a block waits for tile i + 1, tiles up to

@@ -49,7 +49,7 @@ typedef struct dt_args {
     const gpu_seq *seqs;
     float *part_o;   /* [T, H, S, C] */
     float *part_lse; /* [T, H, S] */
-    int t, h, splits;
+    int t, h, splits, split_len; /* split_len: gpu_decode_args' */
     float scale;
     int causal_plus;
 } dt_args;
@@ -64,7 +64,7 @@ MLA_HD dt_block dt_block_of(const dt_args &a, int t, int g, int sp)
     b.h0 = g * DT_HG;
     b.split = sp;
     b.slot = s.slot;
-    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &b.j0, &b.j1);
+    kv_split_rows(s, t, a.causal_plus, a.splits, a.split_len, sp, &b.j0, &b.j1);
     return b;
 }
 

@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(wf_threads<PL, NPW, RG>(), 1) k_attn_decode_wf
     const int t = hb.t, h0 = hb.h0, sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[t]];
     int j0, j1;
-    kv_split_rows(s, t, a.causal_plus, a.splits, sp, &j0, &j1);
+    kv_split_rows(s, t, a.causal_plus, a.splits, a.split_len, sp, &j0, &j1);
     const int ntiles = (j1 - j0 + WD_NK - 1) / WD_NK;
     if (tid == 0) {
         wg_mb_init(full, 128 * NPW);

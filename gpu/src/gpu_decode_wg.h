@@ -34,7 +34,7 @@ __device__ __forceinline__ wd_part wd_part_of(const gpu_decode_args &a)
     p.sp = blockIdx.z;
     const gpu_seq s = a.seqs[a.tok_seq[p.t]];
     p.slot = s.slot;
-    kv_split_rows(s, p.t, a.causal_plus, a.splits, p.sp, &p.j0, &p.j1);
+    kv_split_rows(s, p.t, a.causal_plus, a.splits, a.split_len, p.sp, &p.j0, &p.j1);
     p.ntiles = (p.j1 - p.j0 + WD_NK - 1) / WD_NK;
     return p;
 }

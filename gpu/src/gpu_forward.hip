@@ -184,14 +184,26 @@ static mla_status moe(gpu_ctx *c, int li, const uint16_t *xn, int T, uint16_t *o
     return gpu_acc_finish(c->stream, acc, shared, out, (int64_t)T * D);
 }
 
-static int choose_splits(const gpu_ctx *c, const mla_batch *b, int T, const gpu_kv_desc *kv)
+/* The decode's split plan: kv_splits equal runs when the options fix it, else gpu_decode_plan over the
+ * keys each decode token attends (plus: the causal-off-by-one fault's extra key). */
+static mla_status choose_splits(const gpu_ctx *c, const mla_batch *b, int T, const gpu_kv_desc *kv, int plus,
+                                gpu_split_plan *p)
 {
-    if (c->opts.kv_splits > 0) return c->opts.kv_splits;
-    int maxlen = 1;
-    for (int i = 0; i < b->n_seqs; i++) maxlen = b->n_past[i] + b->n_new[i] > maxlen ? b->n_past[i] + b->n_new[i] : maxlen;
+    p->split_len = 0;
+    p->splits = c->opts.kv_splits;
+    if (p->splits > 0) return MLA_OK;
+    int *tot = (int *)malloc((size_t)T * sizeof(int)), t = 0;
+    if (!tot) return mla_errorf(MLA_ERR_NOMEM, "gpu: decode split plan");
+    for (int i = 0; i < b->n_seqs; i++)
+        for (int j = 0; j < b->n_new[i] && t < T; j++, t++) {
+            const int all = b->n_past[i] + b->n_new[i], k = b->n_past[i] + j + 1 + plus;
+            tot[t] = k < all ? k : all;
+        }
     const int H = c->cfg.num_attention_heads;
     const gpu_decode_kernel k = gpu_decode_pick(c->decode_kernel, kv, H);
-    return gpu_decode_splits(gpu_decode_blocks(T, H, k, kv), maxlen, c->n_sm, k);
+    *p = gpu_decode_plan(tot, t, gpu_decode_blocks(1, H, k, kv), c->n_sm, k);
+    free(tot);
+    return MLA_OK;
 }
 
 /* The batch contract of backend.h (mla_batch_validate), against this engine's cache. */
@@ -354,13 +366,16 @@ static mla_status forward(gpu_ctx *c, const mla_batch *b, int absorbed)
                 qscale = 1.0f;
             }
             TRY(gpu_quant_query(st, qa, qpe, (int64_t)T * H, C, R, qscale, qfnuz, qaf, qpf));
-            int splits = choose_splits(c, b, T, &kv);
+            gpu_split_plan plan;
+            TRY(choose_splits(c, b, T, &kv, plus, &plan));
+            const int splits = plan.splits;
             SCR(o_latent, (size_t)T * H * C * 2, olat);
             SCR(split_o, (size_t)T * H * splits * C * 4, po);
             SCR(split_lse, (size_t)T * H * splits * 4, pl);
             const gpu_decode_args da = {.q_abs = qaf, .q_pe = qpf, .kv = kv, .tok_seq = d_ts, .seqs = d_seqs,
                                         .part_o = po, .part_lse = pl, .o_lat = olat, .lse = lse, .t = T, .h = H,
-                                        .splits = splits, .scale = (float)scale, .causal_plus = plus,
+                                        .splits = splits, .split_len = plan.split_len, .scale = (float)scale,
+                                        .causal_plus = plus,
                                         .lse_bf16 = lse16, .q_div = qscale > 0.0f ? qscale : 1.0f,
                                         .kernel = c->decode_kernel};
             TRY(gpu_attn_decode(st, &da));

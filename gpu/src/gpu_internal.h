@@ -5,6 +5,7 @@
 #define MLA_GPU_INTERNAL_H
 
 #include "gpu_scratch.h"
+#include "gpu_split_plan.h"
 #include "gpu_types.h"
 #include "hip_compat.h"
 #include "mla/backend.h"
@@ -261,6 +262,7 @@ typedef struct gpu_decode_args {
     uint16_t *o_lat; /* [T, H, C] */
     float *lse;      /* [T, H] */
     int t, h, splits;
+    int split_len; /* 0: each token's rows cut into splits equal runs; > 0: runs of split_len rows from row 0 */
     float scale;
     int causal_plus, lse_bf16;
     float q_div; /* an fp8 query's q_scale (q_abs holds e4m3 codes times it), else 1 */
@@ -272,6 +274,9 @@ gpu_decode_kernel gpu_decode_pick(int kernel, const gpu_kv_desc *kv, int h);
 /* KV split count the engine uses when kv_splits is 0, for the picked kernel (blocks = decode tokens x
  * heads, or x head groups for the grouped kernels: gpu_decode_blocks). */
 int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_kernel k);
+/* The split plan of a decode (gpu_split_plan.h). tot[i]: the keys decode token i attends; groups: the
+ * head-group blocks of a token (gpu_decode_blocks of one token). */
+gpu_split_plan gpu_decode_plan(const int *tot, int n, int groups, int n_sm, gpu_decode_kernel k);
 int gpu_decode_blocks(int t, int h, gpu_decode_kernel k, const gpu_kv_desc *kv);
 /* gpu_decode_mma.hip: NVIDIA only (0 / MLA_ERR_UNSUPPORTED on AMD) */
 int gpu_decode_mma_fits(const gpu_kv_desc *kv, int h);

@@ -25,13 +25,14 @@ MLA_HD int tok_pos(const int32_t *tok_seq, const gpu_seq *seqs, int t, int *slot
 }
 
 /* Rows [*j0, *j1) of split sp (of splits) that decode token t attends in its sequence s: the token's
- * causal rows (plus causal_plus, the off-by-one fault's) cut into equal runs, the last ones possibly
- * short or empty. Every decode kernel splits so, and one combine merges their parts. */
-MLA_HD void kv_split_rows(const gpu_seq &s, int t, int causal_plus, int splits, int sp, int *j0, int *j1)
+ * causal rows (plus causal_plus, the off-by-one fault's) cut into equal runs (split_len 0), or into runs
+ * of split_len rows from row 0 (gpu_decode_plan: splits x split_len covers every token), the last ones
+ * possibly short or empty. Every decode kernel splits so, and one combine merges their parts. */
+MLA_HD void kv_split_rows(const gpu_seq &s, int t, int causal_plus, int splits, int split_len, int sp, int *j0, int *j1)
 {
     int total = s.n_past + (t - s.tok0) + 1 + causal_plus;
     if (total > s.n_past + s.n_new) total = s.n_past + s.n_new;
-    const int per = (total + splits - 1) / splits;
+    const int per = split_len > 0 ? split_len : (total + splits - 1) / splits;
     *j0 = sp * per < total ? sp * per : total;
     *j1 = *j0 + per < total ? *j0 + per : total;
 }

@@ -34,6 +34,7 @@ struct shape {
     int fnuz;
     int s_q, splits, causal_plus;
     std::vector<int> lens; /* tokens per sequence, the last s_q of them decoded */
+    int split_len = 0;     /* gpu_decode_args' (0: equal runs) */
 };
 
 /* The cache and the call of one case; codes of fp8 rows are values x `code_mul` (per-tensor k_scale

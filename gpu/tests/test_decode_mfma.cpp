@@ -210,7 +210,7 @@ void run_kernel_case(const kcase &kc, int ref_causal_plus, double *worst_o, doub
     dc::data d(sh, 200.0f, 2.0f / sqrtf(192.0f));
     const mf_args a = {.q_abs = d.q_abs.data(), .q_pe = d.q_pe.data(), .kv = d.kv, .tok_seq = d.tok_seq.data(),
                        .seqs = d.seqs.data(), .part_o = d.part_o.data(), .part_lse = d.part_lse.data(), .t = d.t, .h = sh.h,
-                       .splits = d.s, .causal_plus = sh.causal_plus};
+                       .splits = d.s, .split_len = sh.split_len, .causal_plus = sh.causal_plus};
     const mf_geom g = mf_geometry(d.kv.codec, kc.nk, d.scale, 1.0f);
     std::vector<uint16_t> mem(mf_shm_bytes(g.ldk) / 2);
     for (int t = 0; t < d.t; t++)
@@ -260,6 +260,7 @@ int main()
         {"tiny-v3 dims, off-by-one fault", 64, {256, 16, 8, 16, MLA_KV_BF16, 0, 2, 1, 1, {20, 33}}},
         {"40 heads, C 256 R 32: 32-key tiles", 32, {256, 32, 40, 1, MLA_KV_BF16, 0, 1, 2, 0, {75}}},
         {"more splits than rows", 64, {256, 64, 4, 16, MLA_KV_BF16, 0, 1, 8, 0, {5, 17}}},
+        {"fixed 256-key splits, uneven lengths", 64, {512, 64, 16, 16, MLA_KV_FP8_DS, 0, 1, 3, 0, {300, 37, 700}, 256}},
     };
     for (const kcase &kc : cases) {
         double wo, wl;

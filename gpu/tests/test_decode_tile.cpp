@@ -31,7 +31,7 @@ void run_case(const tcase &tc, int ref_causal_plus, double *worst_o, double *wor
     const int H = sh.h, groups = (H + DT_HG - 1) / DT_HG;
     const dt_args a = {.q_abs = d.q_abs.data(), .q_pe = d.q_pe.data(), .kv = d.kv, .tok_seq = d.tok_seq.data(),
                        .seqs = d.seqs.data(), .part_o = d.part_o.data(), .part_lse = d.part_lse.data(), .t = d.t, .h = H,
-                       .splits = d.s, .scale = d.scale, .causal_plus = sh.causal_plus};
+                       .splits = d.s, .split_len = sh.split_len, .scale = d.scale, .causal_plus = sh.causal_plus};
 
     /* the kernel: every block, every thread stepped between barriers */
     dt_shared *smem = (dt_shared *)malloc(sizeof(dt_shared));
@@ -72,6 +72,8 @@ int main()
         {"tiny-v3 dims, off-by-one fault", {256, 16, 8, 16, MLA_KV_BF16, 0, 2, 1, 1, {20, 33}}},
         {"more splits than rows", {128, 64, 4, 16, MLA_KV_BF16, 0, 1, 8, 0, {5, 17}}},
         {"kimi-k2 heads 64, page 1", {512, 64, 64, 1, MLA_KV_BF16, 0, 1, 2, 0, {40}}},
+        {"fixed 64-key splits, uneven lengths", {512, 64, 16, 16, MLA_KV_FP8, 0, 1, 4, 0, {37, 200, 1, 130, 64}, 64}},
+        {"fixed 32-key splits, s_q 2, off-by-one", {256, 16, 8, 16, MLA_KV_BF16, 0, 2, 3, 1, {20, 70, 33}, 32}},
     };
     int fails = 0;
     for (const tcase &tc : cases) {

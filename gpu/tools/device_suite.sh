@@ -14,7 +14,7 @@
 #           reseed-random.tsv.xz / reseed-trained.tsv.xz (every run's metrics joined per model family, for
 #           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
 #   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
-#           (SW_PREFILL, SW_FP8, SW_H128, SW_FP8W, SW_SPLIT: mla_gpu_bench --only-prefill / --only rows; SW_TIMEOUT seconds a row, default
+#           (SW_PREFILL, SW_FP8, SW_H128, SW_FP8W, SW_SPLIT, SW_VAR: mla_gpu_bench --only-prefill / --only rows; SW_TIMEOUT seconds a row, default
 #           120, after which that value is skipped on later rows; SW_ONLY: the switch names to run, default
 #           all): one line a (switch, value, row)
 #           with its time, check and output digest (equal digests: bit-identical), $OUT/switches.md; then
@@ -140,7 +140,8 @@ if want switches; then
       sw MLA_GPU_DECODE_WF_RE "0 1" --only "${SW_FP8:-2 17}"
       sw MLA_GPU_DECODE_WG_HG "0 1" --only "${SW_H128:-1 4 14}"
       sw MLA_GPU_DECODE_WF_GROUPS "0 1" --only "${SW_FP8W:-3 18 19 20}"
-      sw MLA_GPU_COMBINE "0 1" --only "${SW_SPLIT:-5 21 22}"; } | tee "$OUTDIR/switches.md"
+      sw MLA_GPU_COMBINE "0 1" --only "${SW_SPLIT:-5 21 22}"
+      sw MLA_GPU_DECODE_BALANCE "0 1" --only "${SW_VAR:-15 16}"; } | tee "$OUTDIR/switches.md"
     echo "switch rows: in $(( $(date +%s) - t0 )) s"
     sel=(); for c in ${SW_CASES-v3-layer-batch8 v3-layer-gpu-sched v2-lite-layer-gpu}; do sel+=(-k "$c"); done
     for flip in 0 1; do # 1: the switches of SW_FLIP away from their defaults; SW_CASES="": no suite runs
