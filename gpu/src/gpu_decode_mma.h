@@ -57,7 +57,6 @@ template <int HB> __device__ __forceinline__ dm_heads dm_heads_of(int h)
  * MLA_GPU_DECODE_WG_HG=0 (gpu_decode_mma.hip says why). */
 dim3 dm_grid(const gpu_decode_args *a, int hb);
 
-
 /* e4m3 code -> f32, exact: the 7 magnitude bits placed under the f32 exponent field give 2^-127-based
  * values (subnormal codes become f32 subnormals), and one multiply by 2^(127 - bias) rebiases. NaN as
  * mla_kv_e4m3_f32. */
