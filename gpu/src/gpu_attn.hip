@@ -367,9 +367,8 @@ extern "C" int gpu_decode_splits(int blocks, int max_kv, int n_sm, gpu_decode_ke
 }
 
 /* MLA_GPU_DECODE_BALANCE=1, read once: the tensor-core kernels may take runs of one length where the tokens'
- * key counts differ (sp_pick says when); unset, gpu_decode_splits' equal runs. Opt-in because it lost where
- * measured (H100 2026-12-07, b128 s_k 4096 varlen: h16 312.8 -> 309.6 us, 4 splits of 1536 keys, but h128
- * 659.0 -> 1,045.0, 8 splits of 768: the simulation counts keys, not the split's fixed costs at 128 heads). */
+ * key counts differ (sp_pick says when); unset, gpu_decode_splits' equal runs. Opt-in because it lost at 128 heads where
+ * measured (gpu/bench/KERNELS.md, "split plan"). */
 extern "C" gpu_split_plan gpu_decode_plan(const int *tot, int n, int groups, int n_sm, gpu_decode_kernel k)
 {
     static const int on = gpu_env_switch("MLA_GPU_DECODE_BALANCE", 1);
