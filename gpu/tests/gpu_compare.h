@@ -5,8 +5,10 @@
 
 #include <stdio.h>
 
+#define GPU_COMPARE_SEED 12345u /* the tokens' seed every recorded run used */
+
 /* Runs every case, prints a table to log. Returns 0 all gates pass, 1 a gate failed or an engine
- * errored, 77 no GPU device. only_model / only_profile: NULL for all. */
-int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile);
+ * errored, 77 no GPU device. only_model / only_profile: NULL for all. tok_seed: the script's tokens. */
+int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile, unsigned tok_seed);
 
 #endif

@@ -15,7 +15,7 @@
 static void test_gpu_matches_reference(void **state)
 {
     (void)state;
-    assert_int_equal(gpu_compare_run(stderr, NULL, NULL), 0);
+    assert_int_equal(gpu_compare_run(stderr, NULL, NULL, GPU_COMPARE_SEED), 0);
 }
 
 static void test_gpu_rejects_fp64(void **state)
