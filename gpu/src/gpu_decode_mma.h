@@ -448,6 +448,8 @@ __device__ __forceinline__ void dm_load_wide(const gpu_kv_desc &kv, int slot, in
 /* The wgmma decode (gpu_decode_wg.hip): 64 heads a block, bf16 cache of C 512 + R 64. */
 int gpu_decode_wg_fits(const gpu_kv_desc *kv, int h);
 mla_status gpu_attn_decode_wg(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
+/* Its seesaw schedule (gpu_decode_ss.hip), opt-in: MLA_GPU_DECODE_WG_SS=1. */
+mla_status gpu_attn_decode_ss(hipStream_t st, const gpu_decode_args *a, const dm_geom &g);
 /* The transposed wgmma decode (gpu_decode_wt.hip): C 512 + R 64, up to 32 heads in bf16, any head count
  * in fp8 (64-head groups above 32). */
 int gpu_decode_wt_fits(const gpu_kv_desc *kv, int h);

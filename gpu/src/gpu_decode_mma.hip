@@ -381,7 +381,10 @@ extern "C" mla_status gpu_attn_decode_mma(hipStream_t st, const gpu_decode_args 
     const dm_geom g = dm_geometry(a);
     /* more than 32 heads over DeepSeek's bf16 cache: the wgmma kernel (2.1x this one at 64 and 128 heads,
      * H200 2026-12-01, gpu/bench/KERNELS.md) */
-    if (gpu_decode_wg_fits(&a->kv, a->h)) return gpu_attn_decode_wg(st, a, g);
+    if (gpu_decode_wg_fits(&a->kv, a->h)) {
+        static const int ss = gpu_env_switch("MLA_GPU_DECODE_WG_SS", 1);
+        return ss ? gpu_attn_decode_ss(st, a, g) : gpu_attn_decode_wg(st, a, g);
+    }
     /* up to 32 heads over it in any format, and fp8 at any head count (gpu_decode_wt.hip, gpu_decode_wf.hip) */
     if (gpu_decode_wt_fits(&a->kv, a->h)) return gpu_attn_decode_wt(st, a, g);
     const int raw = a->kv.codec.format != MLA_KV_BF16, mt = dm_mt(a->h);
