@@ -215,7 +215,7 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
                 } else {
                     keep_rows(s, first, (mla_tap)t, mla_tap_is_layer((mla_tap)t) ? l : -1, keep);
                     int64_t rows = 0, rows2 = 0;
-                    nonfinite += count_nonfinite(gt) + count_nonfinite(g2t);
+                    nonfinite += count_nonfinite(rt) + count_nonfinite(gt) + count_nonfinite(g2t);
                     double r = rel_l2(gt, rt, keep, &rows);
                     masked_rows += rt->shape[0] - rows;
                     if (getenv("MLA_GPU_CHECK_VERBOSE"))
