@@ -141,6 +141,7 @@ __global__ void __launch_bounds__(SS_THREADS, 1) k_attn_decode_ss(gpu_decode_arg
     uint32_t pa[4][4];
 #pragma unroll
     for (int i = 0; i < 128; i++) o[i] = 0.0f;
+    wg_fence_operand(o); /* else the zeros sink below S's issue, and ptxas serializes every wgmma (C7515) */
     const int nt = pt.ntiles;
     auto dv = [&](int j) { return wg_desc_n(kst_s + (j % 2) * WD_TILE + 4 * c * WD_ATOM, WD_ATOM); };
     auto issue_s = [&](int j) { /* S of own tile j, once it has landed */
@@ -180,11 +181,9 @@ __global__ void __launch_bounds__(SS_THREADS, 1) k_attn_decode_ss(gpu_decode_arg
     /* follows tile j; in flight (j > 0): P V of own tile j - 1, waited before S of tile j + 1, whose
      * stage is tile j - 1's: the producer refills it once both consumers have arrived on empty */
     auto follow = [&](int j) {
-        if (j > 0) {
-            wg_wait<0>();
-            wg_fence_operand(o);
-            wg_mb_arrive(empty + 8 * ((j - 1) % 2));
-        }
+        wg_wait<0>(); /* unconditional: ptxas does not know c == 0 never reaches follow(0) */
+        wg_fence_operand(o);
+        if (j > 0) wg_mb_arrive(empty + 8 * ((j - 1) % 2));
         wg_bar_sync(SS_BAR_M + (1 - c), 256);
         float corr[2];
 #pragma unroll
