@@ -87,22 +87,33 @@ __device__ __forceinline__ void ss_put_p(const uint32_t (&pa)[4][4], uint8_t *ps
             *reinterpret_cast<uint32_t *>(ps + wg_sw128(row0 + 8 * (f % 2), 16 * kk + 8 * (f / 2) + 2 * tq)) = pa[kk][f];
 }
 
-/* The producer: tile k into stage k % 2 by cp.async (one commit group a tile, empty groups past the
- * end), FULL(k % 2) once it has landed; tile k + 2 after both consumers freed tile k's stage. */
+/* The producer: tile k into stage k % 2 by cp.async (one commit group a tile), FULL(k % 2) once it has
+ * landed; tile k + 2 after both consumers freed tile k's stage. FULL of tile k + 1 is signalled before
+ * that wait: the consumers free tile k only once they hold tile k + 1 (the first form waited first and
+ * hung, H100 2026-12-07). */
 __device__ __forceinline__ void ss_produce(const gpu_decode_args &a, const wd_part &pt, uint8_t *kst, uint32_t empty, int u)
 {
     auto issue = [&](int k) {
-        if (k < pt.ntiles) dm_load_wide<128>(a.kv, pt.slot, pt.j0 + k * WD_NK, pt.j1, kst + (k % 2) * WD_TILE, u);
+        dm_load_wide<128>(a.kv, pt.slot, pt.j0 + k * WD_NK, pt.j1, kst + (k % 2) * WD_TILE, u);
         tc_commit();
     };
+    if (pt.ntiles < 1) return;
     issue(0);
-    issue(1);
-    for (int k = 0; k < pt.ntiles; k++) {
-        tc_wait<1>();     /* tile k has landed (this thread's copies) */
-        wg_proxy_fence(); /* ... visible to wgmma */
-        wg_bar_arrive(SS_BAR_FULL + k % 2, 256);
-        if (k + 2 < pt.ntiles) wg_mb_wait(empty + 8 * (k % 2), (k / 2) & 1);
-        issue(k + 2);
+    if (pt.ntiles > 1) issue(1);
+    if (pt.ntiles > 1) /* tile 0 has landed (this thread's copies; tile 1's group may be in flight) */
+        tc_wait<1>();
+    else
+        tc_wait<0>();
+    wg_proxy_fence(); /* ... visible to wgmma */
+    wg_bar_arrive(SS_BAR_FULL, 256);
+    for (int k = 0; k + 1 < pt.ntiles; k++) {
+        tc_wait<0>(); /* tile k + 1 */
+        wg_proxy_fence();
+        wg_bar_arrive(SS_BAR_FULL + (k + 1) % 2, 256);
+        if (k + 2 < pt.ntiles) {
+            wg_mb_wait(empty + 8 * (k % 2), (k / 2) & 1);
+            issue(k + 2);
+        }
     }
 }
 
