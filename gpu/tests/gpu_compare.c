@@ -2,11 +2,13 @@
  * profile over a fixed script of prefill / decode / chunked-prefill steps with two sequences of
  * different lengths, and compares every tap both engines produce by relative L2
  * (||gpu - ref|| / ||ref||); topk_ids by mismatch count. NUMERICS.md puts the rounding points in
- * the same places in both engines, so the difference is accumulation order only and the gate on
- * out / logits is tight (1e-2); fp8w gates layer 0 (see run_case). A token whose expert set differs
- * (a near-tie the order decided) legitimately changes its sequence from there on, so its sequence's
- * rows are left out of every later comparison (seq_mask); the gpu suite judges such flips by margin.
- * A second GPU run with a different KV split count must agree with the first (split-KV combine
+ * the same places in both engines, so the difference is accumulation order only. Layer 0, where both
+ * engines see the same inputs, carries the tight gate; from there the random tiny models amplify each
+ * bf16 (or e4m3) code that the order rounds the other way, so out / logits are gated only against
+ * gross errors (the limits and their measurement: GATE_*). A token whose expert set differs (a
+ * near-tie the order decided) legitimately changes its sequence from there on, so its sequence's rows
+ * are left out of every later comparison (keep_rows); the gpu suite judges such flips by margin. A
+ * second GPU run with a different KV split count must agree with the first (split-KV combine
  * independent of the split). */
 #include "gpu_compare.h"
 
@@ -17,9 +19,22 @@
 #include "mla/backend.h"
 #include "mla_model/model.h"
 #include "mla_ref/ref.h"
-#include "mla_gpu.h"
 
-#define GATE_REL_L2 1e-2
+/* rel L2 limits. Measured on the H100, 2026-12-07 (results/published/2026-12-07-s24): 25-26 runs a case,
+ * the tokens' seeds 1-12 with the tensor-core and with the SIMT projection GEMMs, and seed 12345. The
+ * worst of each over the 10 cases outside fp8w: every layer-0 tap 5.44e-3, out / logits 2.48e-2, the
+ * split comparison over all layers 1.37e-2 (8 cases; the faults cases, where it is not gated, 2.49e-2);
+ * fp8w (each e4m3 activation code flipped by the order moves a value by up to 1/16): layer 0 3.48e-2,
+ * out / logits 7.23e-2, split 2.30e-2. Not yet measured: the split comparison at layer 0 alone (printed
+ * since; both runs see the same inputs there, as the engines do at layer 0). The former 1e-2 end-to-end
+ * gate held at seed 12345 only: every one of the 12 other seeds failed it with the tensor-core GEMMs, 11
+ * with the SIMT ones. */
+#define GATE_L0 1e-2
+#define GATE_L0_FP8W 1e-1
+#define GATE_E2E 5e-2 /* out, logits, and attn_core / logits between split counts (layer 0's: GATE_L0) */
+#define GATE_E2E_FP8W 1.5e-1
+#define SEED_TRIES 4 /* seeds a case may take before every sequence's routing flipped is a failure */
+#define CASE_NO_ROWS 2 /* run_case: every sequence flipped, nothing end to end to compare */
 
 typedef struct step {
     const char *what;
@@ -66,7 +81,7 @@ static int count_nonfinite(const mla_tensor *t)
     return n;
 }
 
-#define NO_FLIP 1000000 /* seq_mask: no routing flip yet */
+#define NO_FLIP 1000000 /* route_flips: no routing flip yet */
 
 /* The sequences' routing flips of step s: for each sequence of the script (0, 1) the first layer where
  * one of its rows' expert sets differs between any two of the three engines, kept if earlier than
@@ -142,16 +157,22 @@ static mla_status run_step(const mla_backend_ops *ops, void *ctx, const step *s,
     return s->absorbed ? ops->forward_mqa(ctx, &b) : ops->forward_mha(ctx, &b);
 }
 
-/* One model x profile. Returns 0 pass, 1 fail. */
-static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_query, unsigned faults, unsigned tok_seed)
+static void case_label(char *label, size_t n, const char *model, mla_profile prof, int fp8_query, unsigned faults)
 {
-    const mla_backend_ops *ref = mla_ref_backend(), *gpu = mla_gpu_backend();
+    snprintf(label, n, "%s/%s%s%s", model, mla_profile_name(prof), fp8_query ? "+fp8q" : "", faults ? "+faults" : "");
+}
+
+/* One model x profile. Returns 0 pass, 1 fail, CASE_NO_ROWS every gate held but no row of logits was
+ * left to compare. */
+static int run_case(FILE *log, const mla_backend_ops *gpu, unsigned dut_faults, const char *model, mla_profile prof,
+                    int fp8_query, unsigned faults, unsigned tok_seed)
+{
+    const mla_backend_ops *ref = mla_ref_backend();
     mla_model *m = NULL;
     void *rc = NULL, *gc = NULL, *gc2 = NULL;
     int fail = 0;
     char label[96];
-    snprintf(label, sizeof label, "%s/%s%s%s", model, mla_profile_name(prof), fp8_query ? "+fp8q" : "",
-             faults ? "+faults" : "");
+    case_label(label, sizeof label, model, prof, fp8_query, faults);
     mla_status st = mla_model_open(model, &m);
     const mla_config *cfg = st == MLA_OK ? mla_model_config(m) : NULL;
     mla_run_opts o;
@@ -165,8 +186,10 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
     o.kv_splits = 0;
     o.faults = faults;
     if (st == MLA_OK) st = make_engine(ref, m, &o, &rc);
-    if (st == MLA_OK) st = make_engine(gpu, m, &o, &gc);
-    mla_run_opts o2 = o;
+    mla_run_opts o1 = o; /* the engine under test, with its planted faults */
+    o1.faults |= dut_faults;
+    if (st == MLA_OK) st = make_engine(gpu, m, &o1, &gc);
+    mla_run_opts o2 = o1;
     o2.kv_splits = 3;
     if (st == MLA_OK) st = make_engine(gpu, m, &o2, &gc2);
     if (st != MLA_OK) {
@@ -176,7 +199,7 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
     }
     tap_stat stats[MLA_TAP_COUNT];
     memset(stats, 0, sizeof stats);
-    double split_worst = 0, l0_worst = 0;
+    double split_worst = 0, split_l0 = 0, l0_worst = 0;
     int nonfinite = 0;
     unsigned seed = tok_seed;
     int first[2] = {NO_FLIP, NO_FLIP};
@@ -229,6 +252,7 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
                     if (rows && (t == MLA_TAP_ATTN_CORE || t == MLA_TAP_LOGITS)) {
                         double r2 = rel_l2(g2t, gt, keep, &rows2);
                         if (r2 > split_worst) split_worst = r2;
+                        if (t == MLA_TAP_ATTN_CORE && l == 0 && r2 > split_l0) split_l0 = r2;
                     }
                 }
                 mla_tensor_free(rt);
@@ -246,33 +270,33 @@ static int run_case(FILE *log, const char *model, mla_profile prof, int fp8_quer
             else
                 fprintf(log, " %s=%.2e", mla_tap_name((mla_tap)t), stats[t].worst);
         }
-        fprintf(log, " | layer0 worst=%.2e | splits(auto vs 3) attn_core/logits=%.2e", l0_worst, split_worst);
+        fprintf(log, " | layer0 worst=%.2e | splits(auto vs 3) attn_core/logits=%.2e, layer-0 attn_core=%.2e", l0_worst,
+                split_worst, split_l0);
         for (int q = 0; q < 2; q++)
             if (first[q] != NO_FLIP) fprintf(log, " | seq %d masked from layer %d", q, first[q]);
         fprintf(log, masked_rows ? " (%lld tap rows)\n" : "\n", (long long)masked_rows);
-        double gate_out = stats[MLA_TAP_OUT].worst, gate_logits = stats[MLA_TAP_LOGITS].worst;
-        if (prof == MLA_PROFILE_FP8W) {
-            /* fp8w: one e4m3 activation code flipped by accumulation order moves a value by 1/16,
-             * and such flips compound layer after layer, so the end-to-end numbers are reported, not
-             * gated; the gate is on layer 0, where both engines see identical inputs. */
-            gate_out = gate_logits = l0_worst;
-        }
-        if (!stats[MLA_TAP_OUT].n || !stats[MLA_TAP_LOGITS].n) { /* missing data is no pass */
-            fprintf(log, "%-28s FAIL: routing flips left no row of out / logits to compare\n", label);
-            fail = 1;
-        }
+        const int w = prof == MLA_PROFILE_FP8W;
+        const double g_l0 = w ? GATE_L0_FP8W : GATE_L0, g_e2e = w ? GATE_E2E_FP8W : GATE_E2E;
+        const double out = stats[MLA_TAP_OUT].worst, logits = stats[MLA_TAP_LOGITS].worst;
         if (nonfinite) {
             fprintf(log, "%-28s FAIL: %d non-finite values\n", label, nonfinite);
             fail = 1;
         }
-        if (!(gate_out < GATE_REL_L2) || !(gate_logits < GATE_REL_L2)) {
-            fprintf(log, "%-28s FAIL: rel L2 out %.3e logits %.3e, gate %.0e\n", label, gate_out, gate_logits,
-                    GATE_REL_L2);
+        if (!(l0_worst < g_l0)) {
+            fprintf(log, "%-28s FAIL: rel L2 at layer 0 %.3e, gate %.0e\n", label, l0_worst, g_l0);
+            fail = 1;
+        }
+        if (!stats[MLA_TAP_LOGITS].n) { /* missing data is no pass: the caller tries another seed */
+            fprintf(log, "%-28s every sequence's routing flipped: no row of logits to compare\n", label);
+            if (!fail) fail = CASE_NO_ROWS;
+        } else if (!(out < g_e2e) || !(logits < g_e2e)) {
+            fprintf(log, "%-28s FAIL: rel L2 out %.3e logits %.3e, gate %.0e\n", label, out, logits, g_e2e);
             fail = 1;
         }
         /* lse-bf16 rounds every split's LSE before the combine, so with it the split count matters */
-        if (!(faults & MLA_FAULT(MLA_FAULT_LSE_BF16)) && !(split_worst < GATE_REL_L2)) {
-            fprintf(log, "%-28s FAIL: KV split count changes results (rel L2 %.3e)\n", label, split_worst);
+        if (!(faults & MLA_FAULT(MLA_FAULT_LSE_BF16)) && (!(split_l0 < g_l0) || !(split_worst < g_e2e))) {
+            fprintf(log, "%-28s FAIL: KV split count changes results (rel L2 layer-0 attn_core %.3e, gate %.0e; worst %.3e, gate %.0e)\n",
+                    label, split_l0, g_l0, split_worst, g_e2e);
             fail = 1;
         }
     }
@@ -281,43 +305,13 @@ done:
     if (gc) gpu->destroy(gc);
     if (rc) ref->destroy(rc);
     mla_model_free(m);
-    fprintf(log, "%-28s %s\n", label, fail ? "FAIL" : "PASS");
+    fprintf(log, "%-28s %s\n", label, fail == 1 ? "FAIL" : fail ? "NO DATA" : "PASS");
     return fail;
 }
 
-/* A cache larger than the device: load must fail with MLA_ERR_NOMEM and a message that names the
- * cache and the sizes, and leave the device usable (the comparison cases run after it). */
-static int oom_case(FILE *log)
+int gpu_compare_cases(FILE *log, const mla_backend_ops *dut, unsigned dut_faults, const char *only_model,
+                      const char *only_profile, unsigned tok_seed)
 {
-    const mla_backend_ops *gpu = mla_gpu_backend();
-    mla_model *m = NULL;
-    void *ctx = NULL;
-    int fail = 1;
-    if (mla_model_open("tiny-v3", &m) != MLA_OK || gpu->create(&ctx) != MLA_OK) goto done;
-    mla_run_opts o;
-    mla_run_opts_default(&o);
-    o.profile = MLA_PROFILE_BF16;
-    o.block_size = 16;
-    o.max_seqs = 1024;
-    o.max_seq_len = 1 << 18; /* 2^28 rows x 544 B = 146 GB per layer */
-    mla_status st = gpu->load(ctx, m, &o);
-    fail = !(st == MLA_ERR_NOMEM && strstr(mla_last_error(), "paged KV cache") && strstr(mla_last_error(), "free of"));
-    fprintf(log, "%-28s load -> %s: %s\n", "oversized cache", mla_strerror(st), mla_last_error());
-done:
-    if (ctx) gpu->destroy(ctx);
-    mla_model_free(m);
-    fprintf(log, "%-28s %s\n", "oversized cache", fail ? "FAIL" : "PASS");
-    return fail;
-}
-
-int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile, unsigned tok_seed)
-{
-    char desc[256];
-    if (mla_gpu_probe(desc, sizeof desc) != MLA_OK) {
-        fprintf(log, "gpu: %s: skipped\n", mla_last_error());
-        return 77;
-    }
-    fprintf(log, "gpu: %s\n", desc);
     static const char *const models[] = {"tiny-v3", "tiny-v2-lite"};
     static const struct {
         mla_profile p;
@@ -326,20 +320,31 @@ int gpu_compare_run(FILE *log, const char *only_model, const char *only_profile,
     } profs[] = {{MLA_PROFILE_BF16, 0, 0}, {MLA_PROFILE_FP8KV, 0, 0}, {MLA_PROFILE_FP8KV, 1, 0},
                  {MLA_PROFILE_FP8DS, 0, 0}, {MLA_PROFILE_FP8W, 0, 0},
                  {MLA_PROFILE_BF16, 0, (1u << MLA_FAULT_COUNT) - 1}};
-    int fails = only_model ? 0 : oom_case(log), ran = 0;
+    int fails = 0, ran = 0;
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
         if (only_model && strcmp(only_model, models[mi]) != 0) continue;
         for (size_t pi = 0; pi < sizeof profs / sizeof profs[0]; pi++) {
             if (only_profile && strcmp(only_profile, mla_profile_name(profs[pi].p)) != 0) continue;
-            fails += run_case(log, models[mi], profs[pi].p, profs[pi].fp8q, profs[pi].faults, tok_seed);
+            if (dut_faults && profs[pi].faults) continue; /* a planted fault is hidden where both carry it */
+            int r = CASE_NO_ROWS;
+            for (unsigned k = 0; k < SEED_TRIES && r == CASE_NO_ROWS; k++) {
+                if (k) fprintf(log, "%-28s again with the tokens' seed %u\n", "", tok_seed + k);
+                r = run_case(log, dut, dut_faults, models[mi], profs[pi].p, profs[pi].fp8q, profs[pi].faults,
+                             tok_seed + k);
+            }
+            if (r == CASE_NO_ROWS) {
+                char label[96];
+                case_label(label, sizeof label, models[mi], profs[pi].p, profs[pi].fp8q, profs[pi].faults);
+                fprintf(log, "%-28s FAIL: routing flipped every sequence at each of %d seeds\n", label, SEED_TRIES);
+            }
+            fails += r != 0;
             ran++;
         }
     }
     if (!ran) { /* a misspelt model or profile is no pass */
         fprintf(log, "gpu_check: no case matches model '%s' profile '%s' (models tiny-v3, tiny-v2-lite; profiles "
                      "bf16, fp8kv, fp8ds, fp8w)\n", only_model ? only_model : "all", only_profile ? only_profile : "all");
-        return 1;
+        return -1;
     }
-    fprintf(log, "gpu_check: %d case(s) failed (tokens' seed %u)\n", fails, tok_seed);
-    return fails ? 1 : 0;
+    return fails;
 }
