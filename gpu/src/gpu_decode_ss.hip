@@ -99,11 +99,12 @@ __device__ __forceinline__ void ss_produce(const gpu_decode_args &a, const wd_pa
     };
     if (pt.ntiles < 1) return;
     issue(0);
-    if (pt.ntiles > 1) issue(1);
-    if (pt.ntiles > 1) /* tile 0 has landed (this thread's copies; tile 1's group may be in flight) */
+    if (pt.ntiles > 1) { /* tile 0 has landed (this thread's copies; tile 1's group may be in flight) */
+        issue(1);
         tc_wait<1>();
-    else
+    } else {
         tc_wait<0>();
+    }
     wg_proxy_fence(); /* ... visible to wgmma */
     wg_bar_arrive(SS_BAR_FULL, 256);
     for (int k = 0; k + 1 < pt.ntiles; k++) {

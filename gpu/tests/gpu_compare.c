@@ -295,8 +295,8 @@ static int run_case(FILE *log, const mla_backend_ops *gpu, unsigned dut_faults, 
         }
         /* lse-bf16 rounds every split's LSE before the combine, so with it the split count matters */
         if (!(faults & MLA_FAULT(MLA_FAULT_LSE_BF16)) && (!(split_l0 < g_l0) || !(split_worst < g_e2e))) {
-            fprintf(log, "%-28s FAIL: KV split count changes results (rel L2 layer-0 attn_core %.3e, gate %.0e; worst %.3e, gate %.0e)\n",
-                    label, split_l0, g_l0, split_worst, g_e2e);
+            fprintf(log, "%-28s FAIL: KV split count changes results (rel L2 layer-0 attn_core %.3e, gate %.0e; "
+                         "worst %.3e, gate %.0e)\n", label, split_l0, g_l0, split_worst, g_e2e);
             fail = 1;
         }
     }
