@@ -13,6 +13,9 @@
 #           after the call began (default 540); $OUT/reseed.tsv, reseed-failures.txt, limit-use.txt and
 #           reseed-random.tsv.xz / reseed-trained.tsv.xz (every run's metrics joined per model family, for
 #           mlacheck calibrate --from; gpu/tools/reseed_summary.sh). 10 K take ~380 s on the H200.
+#   seeds   mla_gpu_check's noise: every case at the tokens' seeds SEEDS (default 1 .. 12) under each setting of
+#           SEED_ENVS (default "MLA_GPU_GEMM_MMA=1 MLA_GPU_GEMM_MMA=0"), one line a run (exit, FAIL lines); each
+#           run's log in $OUT/seeds.tar.xz (results/published/2026-12-07-s24 took its gates' limits from such a run)
 #   switches  each kernel switch (gpu_env_switch, gpu_env_off) at each value over the bench rows it touches
 #           (SW_PREFILL, SW_FP8, SW_H128, SW_FP8W, SW_SPLIT, SW_VAR: mla_gpu_bench --only-prefill / --only rows; SW_TIMEOUT seconds a row, default
 #           120, after which that value is skipped on later rows; SW_ONLY: the switch names to run, default
@@ -155,6 +158,17 @@ if want switches; then
     elif cmp -s $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv; then echo "switches flipped: metrics.tsv identical";
     else echo "switches flipped: metrics.tsv differ: $(diff $R/sw0/*/metrics.tsv $R/sw1/*/metrics.tsv | grep -c '^>') rows"; fi
 fi
+if want seeds; then
+    t0=$(date +%s)
+    mkdir -p $R/seeds
+    for e in ${SEED_ENVS:-MLA_GPU_GEMM_MMA=1 MLA_GPU_GEMM_MMA=0}; do for s in ${SEEDS:-$(seq 1 12)}; do
+        f=$R/seeds/${e//[^A-Za-z0-9]/_}-s$s.log
+        env "$e" timeout 60 ./build-gpu/gpu/mla_gpu_check all all "$s" >"$f" 2>&1
+        echo "$e seed $s: exit $? $(grep -c 'FAIL:' "$f") FAIL lines $(grep 'FAIL:' "$f" | cut -c1-60 | head -2 | tr '\n' ';')"
+    done; done
+    tar cJf "$OUTDIR/seeds.tar.xz" -C $R seeds
+    echo "seeds: in $(( $(date +%s) - t0 )) s"
+fi
 if want gpu; then
     t0=$(date +%s)
     # no pipe: a reader that stops early (head) would end the run by SIGPIPE
@@ -189,4 +203,4 @@ if want reseed; then
     bash gpu/tools/reseed_summary.sh $R/reseed "$OUTDIR"
     xz -T0 -6 "$OUTDIR"/reseed-random.tsv "$OUTDIR"/reseed-trained.tsv
 fi
-tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' --exclude=reseed $R
+tar czf "$OUTDIR/gpu-report.tgz" --exclude='*.h5' --exclude=reseed --exclude=seeds $R
